@@ -1,0 +1,91 @@
+# forksafe: VM-fork safety for the Linux RNG and WireGuard, proven in QEMU.
+#
+#   make demo       the fork matrix for both kernels (the main job)
+#   make check      build everything and run snapshot-tests/ (KTAP)
+#   make deps       install what the suite needs from Debian's packages
+#   make kernel / kernel-stock / kernel-debug / kernel-tree / refresh-patches
+#   make guest      static init + agent, packed into an initramfs
+#   make tools      the host-side C tools (QMP client, agent client, analyzers)
+
+BUILD ?= $(CURDIR)/build
+export FORKSAFE_BUILD := $(BUILD)
+
+WARN := -Wall -Wextra -Werror -std=gnu11
+CC ?= cc
+GUEST_CFLAGS := -O2 -static $(WARN)
+# The host tools read what guests and QEMU send them: always sanitized.
+HOST_CFLAGS := -O1 -g $(WARN) -fsanitize=address,undefined -fno-sanitize-recover=all
+
+DEBS := linux-source-6.1 bc bison flex libelf-dev libssl-dev cpio xz-utils file \
+	gcc make clang libclang-rt-14-dev \
+	qemu-system-x86 qemu-utils vde2 wireguard-tools busybox-static \
+	libvirt-daemon-system libvirt-clients libvirt-dev \
+	libjson-c-dev libpcap-dev shellcheck
+
+.PHONY: all deps kernel kernel-stock kernel-debug kernel-tree refresh-patches \
+	checkpatch guest tools check demo clean
+
+all: kernel kernel-stock guest tools
+
+# Idempotent: asks dpkg first and runs apt-get only for what is missing.
+deps:
+	@missing=""; for p in $(DEBS); do \
+		dpkg-query -W -f='$${Status}' "$$p" 2>/dev/null | grep -q 'ok installed' || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		echo "deps: installing$$missing"; \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+		  apt-get install -y -qq --no-install-recommends $$missing >/dev/null; } || \
+		{ echo "deps: apt-get install failed for$$missing" >&2; exit 1; }; \
+	fi; \
+	getent group libvirt-qemu >/dev/null || groupadd --system libvirt-qemu; \
+	getent passwd libvirt-qemu >/dev/null || \
+		useradd --system -g libvirt-qemu -M -d /var/lib/libvirt -s /usr/sbin/nologin libvirt-qemu
+
+# ---- kernels (cached by input hash outside the clone) --------------------------
+kernel:
+	@kernel-patches/kernel.sh build patched
+kernel-stock:
+	@kernel-patches/kernel.sh build stock
+kernel-debug:
+	@kernel-patches/kernel.sh build debug
+kernel-tree:
+	@kernel-patches/kernel.sh tree
+refresh-patches:
+	@kernel-patches/kernel.sh refresh
+checkpatch:
+	@kernel-patches/kernel.sh checkpatch
+
+# ---- guest userspace -----------------------------------------------------------
+guest: $(BUILD)/initramfs.cpio
+
+$(BUILD)/init: guest/init.c | $(BUILD)
+	$(CC) $(GUEST_CFLAGS) -o $@ $^
+
+$(BUILD)/forksafe-agent: guest/agent.c guest/genid.c guest/genid.h | $(BUILD)
+	$(CC) $(GUEST_CFLAGS) -pthread -o $@ $(filter %.c,$^)
+
+$(BUILD)/initramfs.cpio: $(BUILD)/init $(BUILD)/forksafe-agent guest/build-initramfs.sh
+	guest/build-initramfs.sh $@ $(BUILD)/init $(BUILD)/forksafe-agent
+
+# ---- host tools ----------------------------------------------------------------
+TOOLS := $(BUILD)/qmp $(BUILD)/agent-call
+tools: $(TOOLS)
+
+$(BUILD)/qmp: qemu-scripts/qmp.c qemu-scripts/unixsock.c qemu-scripts/unixsock.h | $(BUILD)
+	$(CC) $(HOST_CFLAGS) -o $@ $(filter %.c,$^) -ljson-c
+
+$(BUILD)/agent-call: qemu-scripts/agent-call.c qemu-scripts/unixsock.c qemu-scripts/unixsock.h | $(BUILD)
+	$(CC) $(HOST_CFLAGS) -o $@ $(filter %.c,$^)
+
+$(BUILD):
+	mkdir -p $@
+
+# ---- tests ---------------------------------------------------------------------
+# TESTS="boot_vmgenid ..." runs a subset; KERNEL=/path/bzImage tests one kernel.
+check: deps
+	@$(MAKE) --no-print-directory kernel kernel-stock guest tools
+	@snapshot-tests/run.sh
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,33 @@
+#!/bin/bash
+# Pack the guest initramfs: our init and agent, busybox-static, and
+# wireguard-tools' wg with the shared libraries ldd names for it.
+#   build-initramfs.sh OUT.cpio INIT AGENT
+set -euo pipefail
+
+out=$1 init=$2 agent=$3
+die() { echo "initramfs: $*" >&2; exit 1; }
+busybox=$(command -v busybox || true)
+wg=$(command -v wg || true)
+[ -n "$busybox" ] || die "busybox is missing: run 'make deps' (package busybox-static)"
+[ -n "$wg" ] || die "wg is missing: run 'make deps' (package wireguard-tools)"
+file -L "$busybox" 2>/dev/null | grep -q 'statically linked' ||
+	die "$busybox is not static: install busybox-static"
+
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+mkdir -p "$stage"/{bin,sbin,usr/bin,dev,proc,sys,tmp,etc}
+install -m 0755 "$init" "$stage/init"
+install -m 0755 "$agent" "$stage/bin/forksafe-agent"
+install -m 0755 "$busybox" "$stage/bin/busybox"
+for applet in sh ip ping ls cat dmesg sleep echo mount; do
+	ln -s busybox "$stage/bin/$applet"
+done
+install -m 0755 "$wg" "$stage/usr/bin/wg"
+# Libraries as ldd lists them: "name => /path (addr)" or "/path (addr)".
+ldd "$wg" | grep -oE '/[^ ]+' | while read -r lib; do
+	mkdir -p "$stage$(dirname "$lib")"
+	cp -L "$lib" "$stage$lib"
+done
+(cd "$stage" && find . -print0 | LC_ALL=C sort -z |
+	cpio --null -o -H newc --owner=0:0 --quiet) >"$out.tmp"
+mv "$out.tmp" "$out"

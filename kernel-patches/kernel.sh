@@ -1,0 +1,186 @@
+#!/bin/bash
+# Build the guest kernels from Debian's linux-source-6.1.
+#
+#   kernel.sh build patched|stock|debug   bzImage, cached by a hash of its inputs
+#   kernel.sh tree                         a tree with the series applied, to edit
+#   kernel.sh refresh                      rewrite the series from that tree
+#   kernel.sh checkpatch                   scripts/checkpatch.pl --strict on the series
+#
+# The source is extracted once into a git repository under $FORKSAFE_CACHE
+# (outside any clone), tagged forksafe-base.  Each variant builds in its own
+# git worktree of it, so a rebuild after a patch change recompiles only what
+# the patches touched, and an unchanged rebuild is a hash lookup.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+cache=${FORKSAFE_CACHE:-/var/cache/forksafe}
+tarball=${LINUX_TARBALL:-/usr/src/linux-source-6.1.tar.xz}
+out=${FORKSAFE_BUILD:-$here/../build}
+base=$cache/src/linux
+devtree=${KERNEL_TREE:-$cache/tree}
+jobs=$(nproc)
+
+die() { echo "kernel: $*" >&2; exit 1; }
+log() { echo "kernel: $*" >&2; }
+git_id() { git -c user.name=forksafe -c user.email=forksafe@localhost "$@"; }
+
+# The fragments and patches that make up a variant.
+fragments() {
+	echo "$here/forksafe.config"
+	if [ "$1" = debug ]; then echo "$here/debug.config"; fi
+}
+
+patches() {
+	[ "$1" = stock ] && return 0
+	local p
+	while read -r p; do
+		case "$p" in ''|'#'*) continue ;; esac
+		[ -f "$here/$p" ] || die "kernel-patches/series names $p, which does not exist"
+		echo "$here/$p"
+	done <"$here/series"
+}
+
+source_version() {
+	[ -r "$tarball" ] || die "$tarball is missing: run 'make deps' (package linux-source-6.1)"
+	dpkg-query -W -f='${Version}' linux-source-6.1 2>/dev/null || stat -c '%s-%Y' "$tarball"
+}
+
+# Everything that decides what a variant's bzImage contains.
+input_hash() {
+	local v=$1 f
+	{
+		echo "variant $v source $(source_version)"
+		sha256sum "${BASH_SOURCE[0]}"
+		while read -r f; do sha256sum "$f"; done < <(fragments "$v"; patches "$v")
+	} | sed "s|$here/||" | sha256sum | cut -c1-16
+}
+
+# ---- the pristine source, extracted once -------------------------------------
+ensure_base() {
+	[ -f "$base/.git/forksafe-ready" ] && return 0
+	log "extracting $tarball (once) into $base"
+	rm -rf "$base"
+	mkdir -p "$base"
+	tar -xJf "$tarball" -C "$base" --strip-components=1
+	git -C "$base" init -q
+	git -C "$base" add -f -A
+	git_id -C "$base" commit -q -m "Debian linux-source-6.1 $(source_version)"
+	# Debian's .gitignore ignores everything at the top level, which would
+	# hide new files from 'git add' in the developer tree.
+	sed -i '/^# Debian packaging/,$d' "$base/.gitignore"
+	git_id -C "$base" commit -q -a -m "forksafe: drop Debian's ignore-everything rule"
+	git -C "$base" tag -f forksafe-base >/dev/null
+	touch "$base/.git/forksafe-ready"
+}
+
+# A worktree at forksafe-base with the variant's patches applied on top.
+# Files the patches do not touch keep their mtimes, so make stays incremental.
+prepare_tree() {
+	local v=$1 dir=$2 p
+	ensure_base
+	if [ ! -e "$dir/.git" ]; then
+		rm -rf "$dir"
+		git -C "$base" worktree prune
+		git -C "$base" worktree add -q --detach "$dir" forksafe-base
+	fi
+	git -C "$dir" am --abort >/dev/null 2>&1 || true
+	git -C "$dir" reset -q --hard forksafe-base
+	while read -r p; do
+		if ! git_id -C "$dir" am -q --committer-date-is-author-date "$p" >/dev/null 2>&1; then
+			git -C "$dir" am --abort >/dev/null 2>&1 || true
+			die "patch kernel-patches/${p##*/} does not apply to linux-source-6.1 $(source_version)"
+		fi
+	done < <(patches "$v")
+}
+
+# tinyconfig, the fragments merged on top, then proof that Kconfig kept them.
+configure() {
+	local v=$1 dir=$2 frag line opt want got missing=()
+	make -C "$dir" -s ARCH=x86_64 tinyconfig >/dev/null
+	mapfile -t frag < <(fragments "$v")
+	(cd "$dir" && scripts/kconfig/merge_config.sh -m .config "${frag[@]}" >merge_config.log 2>&1)
+	make -C "$dir" -s ARCH=x86_64 olddefconfig >/dev/null
+	while read -r line; do
+		case "$line" in
+		CONFIG_*=*) opt=${line%%=*}; want=$line ;;
+		'# CONFIG_'*' is not set') opt=${line#'# '}; opt=${opt%% *}; want='unset' ;;
+		*) continue ;;
+		esac
+		got=$(grep -E "^$opt=|^# $opt is not set" "$dir/.config" || true)
+		if [ "$want" = unset ]; then
+			case "$got" in ''|'# '*) ;; *) missing+=("$opt (wanted unset, got ${got#*=})") ;; esac
+		elif [ "$got" != "$want" ]; then
+			missing+=("$opt (wanted ${want#*=}, got ${got:-nothing})")
+		fi
+	done < <(cat "${frag[@]}")
+	if [ "${#missing[@]}" -gt 0 ]; then
+		die "Kconfig dropped ${missing[*]}"
+	fi
+}
+
+build() {
+	local v=$1 key dest dir
+	case "$v" in patched|stock|debug) ;; *) die "unknown variant '$v' (patched, stock, debug)" ;; esac
+	key=$(input_hash "$v")
+	dest=$cache/kernels/$v-$key
+	mkdir -p "$out"
+	if [ -f "$dest/bzImage" ]; then
+		log "$v: cached ($dest)"
+	else
+		dir=$cache/work/$v
+		log "$v: building in $dir (inputs $key)"
+		prepare_tree "$v" "$dir"
+		configure "$v" "$dir"
+		if ! make -C "$dir" -j"$jobs" ARCH=x86_64 bzImage >"$dir/build.log" 2>&1; then
+			tail -n 20 "$dir/build.log" >&2
+			die "$v: build failed, log in $dir/build.log"
+		fi
+		mkdir -p "$dest.tmp"
+		cp "$dir/arch/x86/boot/bzImage" "$dir/.config" "$dest.tmp/"
+		git -C "$dir" log --oneline forksafe-base..HEAD >"$dest.tmp/patches"
+		rm -rf "$dest"
+		mv "$dest.tmp" "$dest"
+	fi
+	ln -sfn "$dest/bzImage" "$out/bzImage-$v"
+	ln -sfn "$dest/.config" "$out/config-$v"
+}
+
+# ---- developer workflow ------------------------------------------------------
+tree() {
+	if [ -e "$devtree/.git" ]; then
+		log "$devtree exists; edit and commit there, then 'make refresh-patches' (remove it to start over)"
+		return 0
+	fi
+	prepare_tree patched "$devtree"
+	git -C "$devtree" checkout -q -b forksafe
+	log "series applied in $devtree on branch forksafe; commit there, then 'make refresh-patches'"
+}
+
+refresh() {
+	[ -e "$devtree/.git" ] || die "no tree at $devtree: run 'make kernel-tree' first"
+	git -C "$devtree" diff --quiet HEAD || die "$devtree has uncommitted changes"
+	rm -f "$here"/*.patch
+	git -C "$devtree" format-patch -q --no-signature --zero-commit -o "$here" forksafe-base..HEAD
+	find "$here" -maxdepth 1 -name '*.patch' -printf '%f\n' | sort >"$here/series"
+	log "series: $(wc -l <"$here/series") patch(es)"
+}
+
+checkpatch() {
+	local p rc=0
+	ensure_base
+	while read -r p; do
+		if ! (cd "$base" && perl scripts/checkpatch.pl --strict -q "$p" >&2); then
+			echo "checkpatch: ${p##*/} has errors or warnings" >&2
+			rc=1
+		fi
+	done < <(patches patched)
+	return "$rc"
+}
+
+case "${1:-}" in
+build) build "${2:-}" ;;
+tree) tree ;;
+refresh) refresh ;;
+checkpatch) checkpatch ;;
+*) die "usage: kernel.sh build patched|stock|debug | tree | refresh | checkpatch" ;;
+esac
