@@ -99,7 +99,7 @@ configure() {
 	make -C "$dir" -s ARCH=x86_64 tinyconfig >/dev/null
 	mapfile -t frag < <(fragments "$v")
 	(cd "$dir" && scripts/kconfig/merge_config.sh -m .config "${frag[@]}" >merge_config.log 2>&1)
-	make -C "$dir" -s ARCH=x86_64 olddefconfig >/dev/null
+	make -C "$dir" -s ARCH=x86_64 olddefconfig >"$dir/olddefconfig.log" 2>&1
 	while read -r line; do
 		case "$line" in
 		CONFIG_*=*) opt=${line%%=*}; want=$line ;;
