@@ -62,7 +62,7 @@ guest: $(BUILD)/initramfs.cpio
 $(BUILD)/init: guest/init.c | $(BUILD)
 	$(CC) $(GUEST_CFLAGS) -o $@ $^
 
-$(BUILD)/forksafe-agent: guest/agent.c guest/genid.c guest/genid.h | $(BUILD)
+$(BUILD)/forksafe-agent: guest/agent.c guest/genid.c guest/recorder.c guest/genid.h guest/recorder.h | $(BUILD)
 	$(CC) $(GUEST_CFLAGS) -pthread -o $@ $(filter %.c,$^)
 
 $(BUILD)/initramfs.cpio: $(BUILD)/init $(BUILD)/forksafe-agent guest/build-initramfs.sh

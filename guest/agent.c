@@ -24,6 +24,7 @@
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include "genid.h"
+#include "recorder.h"
 
 #define PORT_NAME "org.forksafe.agent"
 
@@ -155,6 +156,71 @@ static int cmd_reseed(const char *args)
 	return rc;
 }
 
+/* ---- the recorder (guest/recorder.c) ------------------------------------ */
+
+/* Dumps are large: batch lines into 64 KiB writes instead of one per line. */
+struct batch {
+	char buf[65536];
+	size_t len;
+};
+
+static void batch_flush(struct batch *b)
+{
+	size_t off = 0;
+	ssize_t n;
+
+	while (off < b->len) {
+		n = write(port, b->buf + off, b->len - off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break; /* the host went away: the ID makes a retry safe */
+		off += n;
+	}
+	b->len = 0;
+}
+
+static void batch_line(const char *line, void *ctx)
+{
+	struct batch *b = ctx;
+	size_t need = strlen(req_id) + strlen(line) + 2;
+
+	if (b->len + need >= sizeof(b->buf)) /* room for snprintf's NUL */
+		batch_flush(b);
+	b->len += snprintf(b->buf + b->len, sizeof(b->buf) - b->len, "%s %s\n", req_id, line);
+}
+
+static int cmd_record(const char *args)
+{
+	static struct batch b;
+	uint32_t done, total;
+	char err[256];
+	unsigned long blocks;
+	int rc;
+
+	if (!strncmp(args, "start ", 6)) {
+		blocks = strtoul(args + 6, NULL, 10);
+		if (recorder_start(blocks, err, sizeof(err))) {
+			reply("error=%s", err);
+			return -EINVAL;
+		}
+		return 0;
+	}
+	rc = recorder_status(&done, &total);
+	if (!strcmp(args, "status")) {
+		reply("done=%u", done);
+		reply("total=%u", total);
+		reply("complete=%d", total && done == total);
+		return rc ? -rc : 0;
+	}
+	if (!strcmp(args, "dump")) {
+		recorder_dump(batch_line, &b);
+		batch_flush(&b);
+		return rc ? -rc : 0;
+	}
+	return -EINVAL;
+}
+
 static int quit;
 
 static int cmd_poweroff(const char *args)
@@ -171,6 +237,7 @@ static const struct command {
 	{ "ping", cmd_ping },
 	{ "info", cmd_info },
 	{ "reseed", cmd_reseed },
+	{ "record", cmd_record },
 	{ "poweroff", cmd_poweroff },
 };
 
