@@ -69,8 +69,15 @@ $(BUILD)/initramfs.cpio: $(BUILD)/init $(BUILD)/forksafe-agent guest/build-initr
 	guest/build-initramfs.sh $@ $(BUILD)/init $(BUILD)/forksafe-agent
 
 # ---- host tools ----------------------------------------------------------------
-TOOLS := $(BUILD)/qmp $(BUILD)/agent-call
+TOOLS := $(BUILD)/qmp $(BUILD)/agent-call $(BUILD)/rng-exposure $(BUILD)/matrix-report
 tools: $(TOOLS)
+
+AN := snapshot-tests/analyzers
+$(BUILD)/rng-exposure: $(AN)/rng-exposure.c $(AN)/dump.c $(AN)/dump.h | $(BUILD)
+	$(CC) $(HOST_CFLAGS) -o $@ $(filter %.c,$^) -ljson-c
+
+$(BUILD)/matrix-report: $(AN)/matrix-report.c | $(BUILD)
+	$(CC) $(HOST_CFLAGS) -o $@ $(filter %.c,$^) -ljson-c
 
 $(BUILD)/qmp: qemu-scripts/qmp.c qemu-scripts/unixsock.c qemu-scripts/unixsock.h | $(BUILD)
 	$(CC) $(HOST_CFLAGS) -o $@ $(filter %.c,$^) -ljson-c
@@ -86,6 +93,16 @@ $(BUILD):
 check: deps
 	@$(MAKE) --no-print-directory kernel kernel-stock guest tools
 	@snapshot-tests/run.sh
+
+# The main job: the full fork matrix for both kernels (METHODS=, VCPUS=,
+# CLONES=, KERNEL= narrow or redirect it; results under results/).
+METHODS ?=
+VCPUS ?= 1 2
+CLONES ?= 4
+demo: deps
+	@$(MAKE) --no-print-directory kernel kernel-stock guest tools
+	@snapshot-tests/fork-matrix.sh --vcpus "$(VCPUS)" --clones "$(CLONES)" \
+		$(if $(METHODS),--methods "$(METHODS)")
 
 clean:
 	rm -rf $(BUILD)

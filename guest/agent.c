@@ -124,11 +124,14 @@ static int cmd_info(const char *args)
 	uint8_t g[GENID_LEN];
 	const volatile uint8_t *live;
 	struct utsname u;
+	struct timespec ts;
 
 	(void)args;
 	uname(&u);
 	reply("kernel=%s", u.release);
 	reply("cpus=%ld", sysconf(_SC_NPROCESSORS_ONLN));
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	reply("uptime_ms=%lld", (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
 	reply("vmgenid_driver=%s", vmgenid_driver_state());
 	reply("crng=%s", crng_state());
 	reply("crng_wait_ms=%lld", crng_wait_ms);

@@ -70,7 +70,7 @@ qemu_args() {
 		--no-vmgenid) vmgenid=0 ;;
 		--role) role=$2; shift ;;
 		--append) append=$2; shift ;;
-		--disk) extra+=(-drive "if=none,id=snapdisk,format=qcow2,file=$2") ; shift ;;
+		--disk) extra+=(-drive "if=none,id=snapdisk,format=qcow2,cache=unsafe,file=$2"); shift ;;
 		--loadvm) extra+=(-loadvm "$2"); shift ;;
 		--incoming) extra+=(-incoming "$2"); shift ;;
 		--extra) extra+=("$2"); shift ;;
@@ -221,12 +221,19 @@ guest_wait_exit() {
 	return 1
 }
 
-# Power off through the agent; QMP quit, then the cleanup's kill, if that fails.
+# Power off through the agent; QMP quit, then SIGKILL, if that fails.
 guest_stop() {
 	local name=$1
 	guest_running "$name" || { unset "GUEST_PID[$name]"; return 0; }
 	guest_call "$name" -t 10 poweroff >/dev/null 2>&1 || true
 	guest_wait_exit "$name" 30 && return 0
+	guest_quit "$name"
+}
+
+# End QEMU at once (a paused guest cannot power itself off).
+guest_quit() {
+	local name=$1
+	guest_running "$name" || { unset "GUEST_PID[$name]"; return 0; }
 	guest_qmp "$name" quit >/dev/null 2>&1 || true
 	guest_wait_exit "$name" 10 && return 0
 	kill -9 "${GUEST_PID[$name]}" 2>/dev/null || true

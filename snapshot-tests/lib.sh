@@ -62,4 +62,115 @@ kernel_path() {
 	esac
 }
 
+# ---- the fork measurement -----------------------------------------------------
+# shellcheck source=../qemu-scripts/snapshot.sh
+. "$FORKSAFE_ROOT/qemu-scripts/snapshot.sh"
+
+FORK_BLOCKS=${FORK_BLOCKS:-60000}
+# In-process loadvm keeps the guest clock running, and in its first two
+# minutes the kernel reseeds every uptime/2 seconds on its own.  Letting
+# the original age this long makes that interval outlast all the clones.
+INPROC_UPTIME_S=${INPROC_UPTIME_S:-40}
+
+# Progress goes straight to the caller's stderr (fd 3), past the capture
+# of each run's errors.
+exec 3>&2
+fork_progress() { echo "fork: $*" >&3; }
+
+# fork_run KERNEL_NAME KERNEL METHOD VCPUS CLONES OUT.json
+# Snapshot one guest that is recording getrandom() blocks, restore a
+# reference and a control with the original's GUID and CLONES clones with
+# a fresh one, and write the analyzer's verdict material to OUT.json.  On
+# failure OUT.json carries the error; returns 1.
+fork_run() {
+	local kname=$1 kernel=$2 method=$3 vcpus=$4 nclones=$5 out=$6
+	local tag="$kname ${vcpus}cpu $method" dir err rc=0
+	dir=$RUN_DIR/$kname-$method-$vcpus
+	mkdir -p "$dir"
+	if ! snap_known "$method"; then
+		err="unknown method '$method' (known: $SNAP_METHODS)"
+	else
+		fork_measure "$kname" "$kernel" "$method" "$vcpus" "$nclones" "$dir" 2>"$dir/errors" || rc=$?
+		err=$(tail -n 1 "$dir/errors")
+		[ "$rc" = 0 ] || err=${err:-"failed (status $rc)"}
+		[ "$rc" != 0 ] || err=""
+	fi
+	if [ -n "$err" ]; then
+		fork_progress "$tag: error: $err"
+		printf '{"kernel":"%s","method":"%s","vcpus":%d,"error":"%s"}\n' \
+			"$kname" "$method" "$vcpus" "${err//\"/\'}" >"$out"
+		return 1
+	fi
+	printf '{"kernel":"%s","method":"%s","vcpus":%d,"result":%s}\n' \
+		"$kname" "$method" "$vcpus" "$(cat "$dir/result.json")" >"$out"
+}
+
+fork_measure() {
+	local kname=$1 kernel=$2 method=$3 vcpus=$4 nclones=$5 dir=$6
+	local tag="$kname ${vcpus}cpu $method" orig info guid name clone i
+	local -a opts clones args
+	orig=orig-$kname-$method-$vcpus
+	read -ra opts <<<"$(snap_boot_opts "$method" "$dir")"
+	fork_progress "$tag: booting the original"
+	guest_boot "$orig" "$kernel" --smp "$vcpus" "${opts[@]}" || return 1
+	info=$(guest_call "$orig" info) || return 1
+	fork_require "$info" || return 1
+	guid=$(t_field guid <<<"$info")
+	if snap_inproc "$method"; then
+		fork_progress "$tag: letting the guest age to ${INPROC_UPTIME_S}s of uptime"
+		sleep $(((INPROC_UPTIME_S * 1000 - $(t_field uptime_ms <<<"$info")) / 1000)) 2>/dev/null || true
+	fi
+	guest_call "$orig" record start "$FORK_BLOCKS" >/dev/null || return 1
+	fork_progress "$tag: snapshot"
+	snap_save "$method" "$orig" "$dir" || return 1
+
+	clones=(ref control)
+	for ((i = 1; i <= nclones; i++)); do clones+=("c$i"); done
+	for clone in "${clones[@]}"; do
+		fork_progress "$tag: restoring $clone"
+		name=$clone-$kname-$method-$vcpus
+		local g=auto console_from=0
+		case "$clone" in ref | control) g=$guid ;; esac
+		if snap_inproc "$method"; then
+			name=$orig
+			console_from=$(stat -c %s "$(guest_dir "$orig")/console.log")
+		fi
+		snap_restore "$method" "$orig" "$dir" "$name" "$kernel" "$vcpus" "$g" || return 1
+		fork_collect "$name" "$dir/$clone" "$console_from" || return 1
+		snap_inproc "$method" || guest_stop "$name"
+		args+=("$clone=$dir/$clone.dump:$dir/$clone.console")
+	done
+	"$BUILD/rng-exposure" "${args[@]}" >"$dir/result.json"
+}
+
+# The guest must see its generation ID for the measurement to mean anything.
+fork_require() {
+	local info=$1
+	case "$(t_field vmgenid_driver <<<"$info")" in
+	bound) ;;
+	unbound) echo "the kernel has no vmgenid driver bound (CONFIG_VMGENID missing?)" >&2; return 1 ;;
+	*) echo "the guest has no vmgenid device" >&2; return 1 ;;
+	esac
+	if [ -z "$(t_field guid <<<"$info")" ]; then
+		echo "the agent cannot read the generation ID: $(t_field guid_error <<<"$info")" >&2
+		return 1
+	fi
+}
+
+# Wait for the recording to fill, then fetch it and the console since FROM.
+fork_collect() {
+	local name=$1 base=$2 from=$3 status i
+	for ((i = 0; i < 300; i++)); do
+		status=$(guest_call "$name" -t 30 record status) || {
+			echo "$name: the agent stopped answering after the restore: $(guest_console_tail "$name")" >&2
+			return 1
+		}
+		[ "$(t_field complete <<<"$status")" = 1 ] && break
+		sleep 0.2
+	done
+	[ "$(t_field complete <<<"$status")" = 1 ] || { echo "$name: the recording did not complete" >&2; return 1; }
+	guest_call "$name" -t 300 record dump >"$base.dump" || return 1
+	tail -c +"$((from + 1))" "$(guest_dir "$name")/console.log" >"$base.console"
+}
+
 qemu_require

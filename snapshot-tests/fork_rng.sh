@@ -1,0 +1,41 @@
+#!/bin/bash
+# The fork matrix, fast: the QEMU snapshot methods on each kernel, 1 vCPU,
+# two fresh-GUID clones each (make demo runs the full matrix).
+#  - the negative control (a second clone with the original's GUID) is
+#    identical to the reference for the whole window: the recording can
+#    tell a fork from no fork; a control that diverges fails the test;
+#  - restores into a new QEMU process change the GUID in every clone and
+#    every clone ends up with RNG output different from the reference;
+#  - loadvm inside the running process gives no fork signal (QEMU 7.2
+#    keeps the process's GUID), and its clones stay identical.
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+
+methods=${FORK_TEST_METHODS:-"qcow2-newproc migrate-file loadvm-inproc"}
+rows=()
+for k in $(test_kernels); do
+	for m in $methods; do
+		rows+=("$RUN_DIR/$k-$m.json")
+		fork_run "$k" "$(kernel_path "$k")" "$m" 1 2 "${rows[-1]}" || true
+	done
+done
+"$BUILD/matrix-report" "${rows[@]}" | sed 's/^/# /'
+
+while read -r k v m verdict changed diverged exposure why; do
+	tag="$k ${v}cpu $m"
+	if [ "$verdict" = error ]; then
+		t_fail "$tag: measured with an identical negative control"
+		t_diag "$tag: ${why#\# }"
+		continue
+	fi
+	t_ok "$tag: measured with an identical negative control"
+	if snap_inproc "$m"; then
+		t_eq "$tag: no fork signal" "$verdict" no-fork-signal
+		t_eq "$tag: clones stay identical" "$diverged" diverged=0/2
+	else
+		t_eq "$tag: every clone sees a new GUID" "$changed" guid_changed=2/2
+		t_eq "$tag: every clone diverges from the reference" "$diverged" diverged=2/2
+		t_diag "$tag: $verdict, $exposure blocks at most"
+	fi
+done < <("$BUILD/matrix-report" -v "${rows[@]}")
+t_done
