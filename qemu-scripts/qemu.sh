@@ -19,13 +19,15 @@ AGENT_PORT=org.forksafe.agent
 
 RUN_DIR=$(mktemp -d /tmp/forksafe.XXXXXX)
 declare -A GUEST_PID=()
+CLEANUP_HOOKS=() # run first on exit (libvirt.sh stops its daemons there)
 
 die() { echo "$*" >&2; exit 1; }
 
 # ---- cleanup ------------------------------------------------------------------
 # QEMU gets a polite SIGTERM, then SIGKILL after five seconds.
 qemu_cleanup() {
-	local name pid i
+	local name pid i hook
+	for hook in "${CLEANUP_HOOKS[@]}"; do "$hook"; done
 	for name in "${!GUEST_PID[@]}"; do
 		pid=${GUEST_PID[$name]}
 		kill "$pid" 2>/dev/null || continue

@@ -7,9 +7,14 @@
 #   libvirt-revert virsh snapshot-create-as, then snapshot-revert per clone
 #   libvirt-save   virsh save, then virsh restore of the same image per clone
 #
-# A method is three functions: snap_boot_opts (what the original needs),
-# snap_save (stop the original and write the snapshot) and snap_restore
-# (bring up one clone with a given GUID, "auto" for a fresh one).
+# A method is five steps: snap_boot (the original), snap_save (stop it and
+# write the snapshot), snap_restore (one clone, with the original's GUID or
+# "auto" for a fresh one), snap_end (done with a clone) and snap_finish
+# (done with the method).  snap_clone_name says which guest a clone is:
+# its own QEMU, or the original's QEMU or libvirt domain reused.
+
+# shellcheck source=libvirt.sh
+. "$(dirname "${BASH_SOURCE[0]}")/libvirt.sh"
 
 SNAP_METHODS="qcow2-newproc migrate-file loadvm-inproc libvirt-revert libvirt-save"
 SAVE_TIMEOUT=${SAVE_TIMEOUT:-300}
@@ -19,15 +24,31 @@ snap_known() {
 	return 1
 }
 
-# Does a clone of METHOD run in its own QEMU process (or the original's)?
+# Does a clone of METHOD run in the original's QEMU process?
 snap_inproc() { [ "$1" = loadvm-inproc ]; }
 
-# snap_boot_opts METHOD SNAPDIR: options for guest_start of the original.
-snap_boot_opts() {
-	case "$1" in
+snap_libvirt() { case "$1" in libvirt-*) return 0 ;; esac; return 1; }
+
+# snap_clone_name METHOD ORIG CLONE: the guest name a clone answers under.
+snap_clone_name() {
+	if snap_inproc "$1" || snap_libvirt "$1"; then echo "$2"; else echo "$3"; fi
+}
+
+# snap_boot METHOD NAME KERNEL VCPUS DIR: the original, agent answering.
+snap_boot() {
+	local method=$1 name=$2 kernel=$3 vcpus=$4 dir=$5
+	case "$method" in
 	qcow2-newproc | loadvm-inproc)
-		qemu-img create -q -f qcow2 -o cluster_size=2M "$2/vmstate.qcow2" 16M
-		echo --disk "$2/vmstate.qcow2"
+		# savevm needs a qcow2 to hold the VM state; no device uses it.
+		qemu-img create -q -f qcow2 -o cluster_size=2M "$dir/vmstate.qcow2" 16M
+		guest_boot "$name" "$kernel" --smp "$vcpus" --disk "$dir/vmstate.qcow2"
+		;;
+	migrate-file)
+		guest_boot "$name" "$kernel" --smp "$vcpus"
+		;;
+	libvirt-*)
+		qemu-img create -q -f qcow2 -o cluster_size=2M "$dir/vmstate.qcow2" 16M
+		libvirt_boot "$name" "$kernel" "$vcpus" "$dir/vmstate.qcow2"
 		;;
 	esac
 }
@@ -56,15 +77,17 @@ snap_wait_status() {
 	return 1
 }
 
-# snap_save METHOD ORIG SNAPDIR: stop ORIG at once, then write the snapshot.
+# snap_save METHOD ORIG DIR: stop ORIG at once, then write the snapshot.
 snap_save() {
-	local method=$1 name=$2 dir=$3 status i
-	guest_qmp "$name" stop >/dev/null
+	local method=$1 name=$2 dir=$3 status i dom
+	dom=$(libvirt_dom "$name")
 	case "$method" in
 	qcow2-newproc | loadvm-inproc)
+		guest_qmp "$name" stop >/dev/null
 		hmp "$name" "savevm fork" || return 1
 		;;
 	migrate-file)
+		guest_qmp "$name" stop >/dev/null
 		# QEMU 7.2 caps migration at 32 MiB/s by default; a file is no network.
 		guest_qmp "$name" migrate-set-parameters '{"max-bandwidth":17179869184}' >/dev/null
 		guest_qmp "$name" migrate "{\"uri\":\"exec:cat > $dir/vmstate.mig\"}" >/dev/null
@@ -77,24 +100,34 @@ snap_save() {
 			sleep 0.1
 		done
 		[ "$status" = completed ] || { echo "qemu: migration to file timed out" >&2; return 1; }
+		guest_quit "$name"
 		;;
-	*) echo "qemu: method '$method' is not a QEMU method" >&2; return 1 ;;
+	libvirt-revert)
+		"${VIRSH[@]}" suspend "$dom" >/dev/null || return 1
+		"${VIRSH[@]}" snapshot-create-as "$dom" fork >/dev/null || return 1
+		"${VIRSH[@]}" snapshot-dumpxml "$dom" fork >"$dir/snapshot.xml" || return 1
+		;;
+	libvirt-save)
+		"${VIRSH[@]}" suspend "$dom" >/dev/null || return 1
+		"${VIRSH[@]}" save "$dom" "$dir/vmstate.sav" >/dev/null || return 1
+		"${VIRSH[@]}" save-image-dumpxml "$dir/vmstate.sav" >"$dir/saved.xml" || return 1
+		;;
 	esac
-	# The original is done; only loadvm-inproc clones live in its process.
-	snap_inproc "$method" || guest_quit "$name"
 }
 
-# snap_restore METHOD ORIG SNAPDIR CLONE KERNEL SMP GUID
+# snap_restore METHOD ORIG DIR CLONE KERNEL VCPUS GUID: bring up one clone,
+# running.  GUID is the original's (the negative control) or "auto".
 snap_restore() {
-	local method=$1 orig=$2 dir=$3 clone=$4 kernel=$5 smp=$6 guid=$7
+	local method=$1 orig=$2 dir=$3 clone=$4 kernel=$5 vcpus=$6 guid=$7 dom xml
+	dom=$(libvirt_dom "$orig")
 	case "$method" in
 	qcow2-newproc)
-		guest_start "$clone" "$kernel" --smp "$smp" --guid "$guid" \
+		guest_start "$clone" "$kernel" --smp "$vcpus" --guid "$guid" \
 			--disk "$dir/vmstate.qcow2" --loadvm fork
 		;;
 	migrate-file)
 		[ -s "$dir/vmstate.mig" ] || { echo "qemu: no migration stream in $dir" >&2; return 1; }
-		guest_start "$clone" "$kernel" --smp "$smp" --guid "$guid" \
+		guest_start "$clone" "$kernel" --smp "$vcpus" --guid "$guid" \
 			--incoming "exec:cat $dir/vmstate.mig" || return 1
 		# The original was stopped before it migrated, so the clone stays
 		# paused after loading, like the original: resume it.
@@ -108,6 +141,42 @@ snap_restore() {
 		hmp "$orig" "loadvm fork" || return 1
 		guest_qmp "$orig" cont >/dev/null
 		;;
-	*) echo "qemu: method '$method' is not a QEMU method" >&2; return 1 ;;
+	libvirt-revert)
+		# The snapshot's own domain XML decides the GUID: redefine it with
+		# or without the pin before each revert.
+		xml=$dir/snapshot.xml
+		if [ "$guid" != auto ]; then
+			libvirt_pin_guid "$dir/snapshot.xml" "$dir/snapshot-pinned.xml" "$guid" || return 1
+			xml=$dir/snapshot-pinned.xml
+		fi
+		"${VIRSH[@]}" snapshot-create "$dom" "$xml" --redefine >/dev/null || return 1
+		"${VIRSH[@]}" snapshot-revert "$dom" fork --running >/dev/null || return 1
+		;;
+	libvirt-save)
+		local -a alt=()
+		if [ "$guid" != auto ]; then
+			libvirt_pin_guid "$dir/saved.xml" "$dir/saved-pinned.xml" "$guid" || return 1
+			alt=(--xml "$dir/saved-pinned.xml")
+		fi
+		"${VIRSH[@]}" destroy "$dom" >/dev/null 2>&1 || true
+		"${VIRSH[@]}" restore "$dir/vmstate.sav" "${alt[@]}" --running >/dev/null || return 1
+		;;
 	esac
+}
+
+# snap_end METHOD CLONE: a clone in its own QEMU is powered off.
+snap_end() {
+	snap_inproc "$1" || snap_libvirt "$1" || guest_stop "$2"
+}
+
+# snap_finish METHOD ORIG: what the original left running goes away.
+snap_finish() {
+	local dom
+	if snap_libvirt "$1"; then
+		dom=$(libvirt_dom "$2")
+		"${VIRSH[@]}" destroy "$dom" >/dev/null 2>&1 || true
+		"${VIRSH[@]}" undefine "$dom" --snapshots-metadata >/dev/null 2>&1 || true
+	else
+		guest_stop "$2"
+	fi
 }

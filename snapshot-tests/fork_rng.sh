@@ -1,5 +1,5 @@
 #!/bin/bash
-# The fork matrix, fast: the QEMU snapshot methods on each kernel, 1 vCPU,
+# The fork matrix, fast: every snapshot method on each kernel, 1 vCPU,
 # two fresh-GUID clones each (make demo runs the full matrix).
 #  - the negative control (a second clone with the original's GUID) is
 #    identical to the reference for the whole window: the recording can
@@ -11,7 +11,7 @@
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
-methods=${FORK_TEST_METHODS:-"qcow2-newproc migrate-file loadvm-inproc"}
+methods=${FORK_TEST_METHODS:-$SNAP_METHODS}
 rows=()
 for k in $(test_kernels); do
 	for m in $methods; do

@@ -107,12 +107,11 @@ fork_run() {
 
 fork_measure() {
 	local kname=$1 kernel=$2 method=$3 vcpus=$4 nclones=$5 dir=$6
-	local tag="$kname ${vcpus}cpu $method" orig info guid name clone i
-	local -a opts clones args
-	orig=orig-$kname-$method-$vcpus
-	read -ra opts <<<"$(snap_boot_opts "$method" "$dir")"
+	local tag="$kname ${vcpus}cpu $method" orig info guid name clone g from i
+	local -a clones args
+	orig=$kname-$method-$vcpus
 	fork_progress "$tag: booting the original"
-	guest_boot "$orig" "$kernel" --smp "$vcpus" "${opts[@]}" || return 1
+	snap_boot "$method" "$orig" "$kernel" "$vcpus" "$dir" || return 1
 	info=$(guest_call "$orig" info) || return 1
 	fork_require "$info" || return 1
 	guid=$(t_field guid <<<"$info")
@@ -128,18 +127,16 @@ fork_measure() {
 	for ((i = 1; i <= nclones; i++)); do clones+=("c$i"); done
 	for clone in "${clones[@]}"; do
 		fork_progress "$tag: restoring $clone"
-		name=$clone-$kname-$method-$vcpus
-		local g=auto console_from=0
+		name=$(snap_clone_name "$method" "$orig" "$clone-$orig")
+		g=auto
 		case "$clone" in ref | control) g=$guid ;; esac
-		if snap_inproc "$method"; then
-			name=$orig
-			console_from=$(stat -c %s "$(guest_dir "$orig")/console.log")
-		fi
+		from=$(stat -c %s "$(guest_dir "$name")/console.log" 2>/dev/null || echo 0)
 		snap_restore "$method" "$orig" "$dir" "$name" "$kernel" "$vcpus" "$g" || return 1
-		fork_collect "$name" "$dir/$clone" "$console_from" || return 1
-		snap_inproc "$method" || guest_stop "$name"
+		fork_collect "$name" "$dir/$clone" "$from" || return 1
+		snap_end "$method" "$name"
 		args+=("$clone=$dir/$clone.dump:$dir/$clone.console")
 	done
+	snap_finish "$method" "$orig"
 	"$BUILD/rng-exposure" "${args[@]}" >"$dir/result.json"
 }
 

@@ -1,0 +1,144 @@
+# shellcheck shell=bash
+# Guests under libvirt.  Sourced after qemu.sh.
+#
+# The suite runs its own virtlogd and libvirtd (there is no systemd here),
+# as root on qemu:///system, and stops them, with every domain it defined,
+# when the sourcing shell exits.  The domain XML below is libvirt's half of
+# the QEMU command line: the same machine, kernel, console and agent port
+# as qemu_args, with <genid/> instead of -device vmgenid.
+
+VIRSH=(virsh -q -c qemu:///system)
+LIBVIRT_CONF=/etc/libvirt/qemu.conf
+declare -A LIBVIRT_PID=()
+LIBVIRT_DOMAINS=()
+
+# Guests as root, no security driver, no cgroups; the QEMU driver still
+# wants a libvirt-qemu user and group to exist (make deps creates them).
+libvirt_configure() {
+	grep -q '^# forksafe:' "$LIBVIRT_CONF" 2>/dev/null && return 0
+	cat >>"$LIBVIRT_CONF" <<-'EOF'
+		# forksafe: the suite runs its own libvirtd; guests run as root
+		# without a security driver or cgroups (no systemd here).
+		user = "root"
+		group = "root"
+		security_driver = "none"
+		cgroup_controllers = [ ]
+		# end forksafe
+	EOF
+}
+
+libvirt_start() {
+	local d i pid
+	[ -z "${LIBVIRT_PID[libvirtd]:-}" ] || return 0
+	command -v libvirtd >/dev/null || die "libvirt: libvirtd not found: run 'make deps'"
+	getent passwd libvirt-qemu >/dev/null || die "libvirt: no libvirt-qemu user: run 'make deps'"
+	for d in libvirtd virtlogd; do
+		pid=$(pgrep -x "$d" | head -n 1 || true)
+		[ -z "$pid" ] || die "libvirt: a $d not started by the suite is running (pid $pid); stop it first"
+	done
+	libvirt_configure
+	mkdir -p "$RUN_DIR/libvirt"
+	virtlogd >"$RUN_DIR/libvirt/virtlogd.log" 2>&1 &
+	LIBVIRT_PID[virtlogd]=$!
+	libvirtd >"$RUN_DIR/libvirt/libvirtd.log" 2>&1 &
+	LIBVIRT_PID[libvirtd]=$!
+	for ((i = 0; i < 300; i++)); do
+		"${VIRSH[@]}" version >/dev/null 2>&1 && return 0
+		kill -0 "${LIBVIRT_PID[libvirtd]}" 2>/dev/null || break
+		sleep 0.1
+	done
+	die "libvirt: libvirtd did not come up: $(tail -n 1 "$RUN_DIR/libvirt/libvirtd.log")"
+}
+
+libvirt_cleanup() {
+	local dom d pid i
+	for dom in "${LIBVIRT_DOMAINS[@]}"; do
+		"${VIRSH[@]}" destroy "$dom" >/dev/null 2>&1 || true
+		"${VIRSH[@]}" undefine "$dom" --snapshots-metadata >/dev/null 2>&1 || true
+	done
+	LIBVIRT_DOMAINS=()
+	for d in libvirtd virtlogd; do
+		pid=${LIBVIRT_PID[$d]:-}
+		[ -n "$pid" ] || continue
+		kill "$pid" 2>/dev/null || continue
+		for ((i = 0; i < 50; i++)); do
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.1
+		done
+		kill -9 "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+	done
+	LIBVIRT_PID=()
+}
+CLEANUP_HOOKS+=(libvirt_cleanup)
+
+# libvirt_domain_xml NAME KERNEL VCPUS DISK
+libvirt_domain_xml() {
+	local name=$1 kernel=$2 vcpus=$3 disk=$4 dir
+	dir=$(guest_dir "$name")
+	cat <<-EOF
+		<domain type='qemu'>
+		  <name>forksafe-$name</name>
+		  <memory unit='MiB'>$GUEST_MEM</memory>
+		  <vcpu>$vcpus</vcpu>
+		  <genid/>
+		  <os>
+		    <type arch='x86_64' machine='q35'>hvm</type>
+		    <kernel>$kernel</kernel>
+		    <initrd>$INITRAMFS</initrd>
+		    <cmdline>console=ttyS0 panic=-1 forksafe.role=agent</cmdline>
+		  </os>
+		  <features><acpi/></features>
+		  <on_poweroff>destroy</on_poweroff>
+		  <on_reboot>destroy</on_reboot>
+		  <on_crash>destroy</on_crash>
+		  <devices>
+		    <emulator>$(command -v "$QEMU")</emulator>
+		    <disk type='file' device='disk'>
+		      <driver name='qemu' type='qcow2' cache='unsafe'/>
+		      <source file='$disk'/>
+		      <target dev='vda' bus='virtio'/>
+		    </disk>
+		    <serial type='file'><source path='$dir/console.log' append='on'/><target port='0'/></serial>
+		    <channel type='unix'>
+		      <source mode='bind' path='$dir/agent.sock'/>
+		      <target type='virtio' name='$AGENT_PORT'/>
+		    </channel>
+		    <controller type='usb' model='none'/>
+		    <memballoon model='none'/>
+		  </devices>
+		</domain>
+	EOF
+}
+
+# libvirt_pin_guid IN.xml OUT.xml GUID: libvirt draws a new GUID on every
+# revert and restore, even for a <genid> with a value, so the negative
+# control pins the vmgenid device's property with <qemu:override> in the
+# first <domain> of IN (a domain or a snapshot's XML).
+libvirt_pin_guid() {
+	awk -v guid="$3" '
+		!ns && /<domain / { sub(/<domain /, "<domain xmlns:qemu=\"http://libvirt.org/schemas/domain/qemu/1.0\" "); ns = 1 }
+		!done && /<\/domain>/ {
+			print "<qemu:override><qemu:device alias=\"vmgenid0\"><qemu:frontend>"
+			print "<qemu:property name=\"guid\" type=\"string\" value=\"" guid "\"/>"
+			print "</qemu:frontend></qemu:device></qemu:override>"
+			done = 1
+		}
+		{ print }
+		END { if (!done) exit 1 }' "$1" >"$2" || { echo "libvirt: no </domain> in $1" >&2; return 1; }
+}
+
+libvirt_dom() { echo "forksafe-$1"; }
+
+# libvirt_boot NAME KERNEL VCPUS DISK: define and start, wait for the agent.
+libvirt_boot() {
+	local name=$1 dir
+	libvirt_start
+	dir=$(guest_dir "$name")
+	mkdir -p "$dir"
+	libvirt_domain_xml "$@" >"$dir/domain.xml"
+	"${VIRSH[@]}" define "$dir/domain.xml" >/dev/null || return 1
+	LIBVIRT_DOMAINS+=("$(libvirt_dom "$name")")
+	"${VIRSH[@]}" start "$(libvirt_dom "$name")" >/dev/null || return 1
+	guest_wait_agent "$name"
+}
