@@ -1,0 +1,74 @@
+#!/bin/bash
+# Bad input ends with one clear line and a non-zero exit, never a hang and
+# never a stray QEMU: a QEMU that cannot start, a guest that never answers,
+# a dead QMP socket, a truncated migration stream, a truncated or garbled
+# recorder dump, an unknown snapshot method, a guest without vmgenid.
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+
+kernel=$(kernel_path "$(test_kernels | cut -d' ' -f1)")
+
+# expect_fail DESCRIPTION PATTERN COMMAND...: fails and says PATTERN.  Run
+# in this shell, so any QEMU it starts is tracked; every step it takes has
+# its own timeout.
+expect_fail() {
+	local desc=$1 pattern=$2 out rc=0
+	shift 2
+	"$@" >/dev/null 2>"$RUN_DIR/expect.err" || rc=$?
+	out=$(cat "$RUN_DIR/expect.err")
+	t_diag "$desc: $(echo "$out" | tail -n 1)"
+	if [ "$rc" = 0 ] || ! grep -q -- "$pattern" <<<"$out"; then
+		t_fail "$desc (status $rc)"
+	else
+		t_ok "$desc"
+	fi
+}
+
+expect_fail "QEMU that cannot start" "failed to start" \
+	guest_start bad "$kernel" --extra -no-such-option
+expect_fail "QMP socket that does not exist" "No such file" \
+	"$QMP_TOOL" -t 2 "$RUN_DIR/nothing.sock" query-status
+guest_start paused "$kernel" --extra -S
+expect_fail "guest that never answers" "no answer" guest_call paused -t 3 ping
+guest_quit paused
+
+# A truncated migration stream: the clone must not load, and say so.
+guest_boot orig "$kernel"
+mkdir -p "$RUN_DIR/snap"
+snap_save migrate-file orig "$RUN_DIR/snap"
+truncate -s 1M "$RUN_DIR/snap/vmstate.mig"
+expect_fail "truncated migration stream" "died while loading" \
+	snap_restore migrate-file orig "$RUN_DIR/snap" clone "$kernel" 1 auto
+
+# Recorder dumps from a guest are untrusted input.
+printf 'R 0 0 00000000000000ff 10 0\nR 0 1 0000000000000001 20 0\n' >"$RUN_DIR/ok.dump"
+printf 'R 0 0 00000000000000ff 10 0\nR 0 2 0000000000000001 20 0\n' >"$RUN_DIR/gap.dump"
+printf 'R 0 0 00000000000000ff 10 0\nR 0 1 00000000' >"$RUN_DIR/cut.dump"
+printf 'R 0 0 zz 10 0\n' >"$RUN_DIR/garbled.dump"
+expect_fail "dump with a lost line" "gap.dump:2: CPU 0: block 2 where 1 was due" \
+	"$BUILD/rng-exposure" ref="$RUN_DIR/ok.dump" control="$RUN_DIR/gap.dump"
+expect_fail "truncated dump" "cut.dump:2: truncated" \
+	"$BUILD/rng-exposure" ref="$RUN_DIR/ok.dump" control="$RUN_DIR/cut.dump"
+expect_fail "garbled dump" "garbled.dump:1: garbled record" \
+	"$BUILD/rng-exposure" ref="$RUN_DIR/ok.dump" control="$RUN_DIR/garbled.dump"
+expect_fail "identical reference and control" "never differ in time" \
+	"$BUILD/rng-exposure" ref="$RUN_DIR/ok.dump" control="$RUN_DIR/ok.dump"
+
+expect_fail "unknown snapshot method" "unknown method 'vmotion'" \
+	"$FORKSAFE_ROOT/snapshot-tests/fork-matrix.sh" --methods vmotion
+fork_run bad "$kernel" vmotion 1 2 "$RUN_DIR/row-unknown.json" 2>/dev/null || true
+row=$("$BUILD/matrix-report" -v "$RUN_DIR/row-unknown.json")
+case "$row" in
+*" error "*"unknown method"*) t_ok "an unknown method is an error row, the matrix goes on" ;;
+*) t_fail "an unknown method is an error row, the matrix goes on"; t_diag "$row" ;;
+esac
+
+guest_boot novmgenid "$kernel" --no-vmgenid
+expect_fail "guest without vmgenid refused by the measurement" "no vmgenid device" \
+	fork_require "$(guest_call novmgenid info)"
+guest_stop novmgenid
+
+left=""
+for name in bad paused clone; do guest_running "$name" && left+=" $name"; done
+t_eq "no QEMU left running after the failures" "$left" ""
+t_done
