@@ -23,7 +23,7 @@ DEBS := linux-source-6.1 bc bison flex libelf-dev libssl-dev cpio xz-utils file 
 	libjson-c-dev libpcap-dev shellcheck
 
 .PHONY: all deps kernel kernel-stock kernel-debug kernel-tree refresh-patches \
-	checkpatch guest tools check demo clean
+	checkpatch guest tools check demo fuzz clean
 
 all: kernel kernel-stock guest tools
 
@@ -87,6 +87,33 @@ $(BUILD)/agent-call: qemu-scripts/agent-call.c qemu-scripts/unixsock.c qemu-scri
 
 $(BUILD):
 	mkdir -p $@
+
+# ---- fuzzing -------------------------------------------------------------------
+# libFuzzer targets for the parsers of untrusted input: recorder dumps from
+# the guest and lines off the QMP/agent sockets.  `make fuzz` runs each for
+# FUZZ_SECONDS on a corpus under $(BUILD)/corpus/ and fails on any crash
+# (the crashing input is left in $(BUILD)/crashes/).
+FUZZ_CFLAGS := -g -O1 $(WARN) -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
+FUZZ_SECONDS ?= 20
+FUZZ_RUN = -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -print_final_stats=1
+
+$(BUILD)/fuzz-dump: $(AN)/fuzz-dump.c $(AN)/dump.c $(AN)/dump.h | $(BUILD)
+	clang $(FUZZ_CFLAGS) -o $@ $(filter %.c,$^)
+
+$(BUILD)/fuzz-read-line: qemu-scripts/fuzz-read-line.c qemu-scripts/unixsock.c qemu-scripts/unixsock.h | $(BUILD)
+	clang $(FUZZ_CFLAGS) -o $@ $(filter %.c,$^)
+
+fuzz: $(BUILD)/fuzz-dump $(BUILD)/fuzz-read-line
+	mkdir -p $(BUILD)/corpus/dump $(BUILD)/corpus/read-line $(BUILD)/crashes
+	printf 'R 0 0 00000000000000ff 123 0\nR 0 1 0000000000000001 456 1\n' >$(BUILD)/corpus/dump/seed-1cpu
+	printf 'R 0 0 ff 10 0\nR 1 0 a 20 1\nR 0 1 0 30 0\n' >$(BUILD)/corpus/dump/seed-2cpu
+	{ printf 'R %d 0 0 0 0\n' $$(seq 0 63); printf 'R 63 1 0 0 0\n'; } >$(BUILD)/corpus/dump/seed-64cpu
+	printf '{"QMP": {"version": {}}}\r\n{"return": {}}\n' >$(BUILD)/corpus/read-line/seed-qmp
+	printf 'ok 1\n\nno newline at the end' >$(BUILD)/corpus/read-line/seed-cut
+	printf '%5000s\nshort\n' long >$(BUILD)/corpus/read-line/seed-long-line
+	printf '%65536s' full >$(BUILD)/corpus/read-line/seed-full-buffer
+	$(BUILD)/fuzz-dump $(FUZZ_RUN) -artifact_prefix=$(BUILD)/crashes/dump- $(BUILD)/corpus/dump
+	$(BUILD)/fuzz-read-line $(FUZZ_RUN) -artifact_prefix=$(BUILD)/crashes/read-line- $(BUILD)/corpus/read-line
 
 # ---- tests ---------------------------------------------------------------------
 # TESTS="boot_vmgenid ..." runs a subset; KERNEL=/path/bzImage tests one kernel.

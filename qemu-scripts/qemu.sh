@@ -149,17 +149,22 @@ guest_start() {
 	"$QEMU" "${QEMU_ARGS[@]}" </dev/null >"$dir/qemu.out" 2>&1 &
 	pid=$!
 	GUEST_PID[$name]=$pid
-	# A bad option or a snapshot that does not load ends QEMU at once.
-	for ((i = 0; i < 20; i++)); do
-		[ -S "$dir/qmp.sock" ] && return 0
+	# A bad option, a locked disk or a snapshot that does not load ends
+	# QEMU during start-up; QMP answers only once start-up is over.
+	for ((i = 0; i < 40; i++)); do
+		if [ -S "$dir/qmp.sock" ] && guest_qmp "$name" -t 2 query-status >/dev/null 2>&1; then
+			return 0
+		fi
 		if ! kill -0 "$pid" 2>/dev/null; then
+			wait "$pid" 2>/dev/null || true
 			unset "GUEST_PID[$name]"
 			echo "qemu: $name failed to start: $(guest_qemu_error "$name")" >&2
 			return 1
 		fi
 		sleep 0.25
 	done
-	return 0
+	echo "qemu: $name: QMP did not answer during start-up" >&2
+	return 1
 }
 
 # The first line of what QEMU said, for error messages.
@@ -172,6 +177,11 @@ guest_qemu_error() {
 guest_running() {
 	local pid=${GUEST_PID[$1]:-}
 	[ -n "$pid" ] && kill -0 "$pid" 2>/dev/null
+}
+
+# "running", or what QEMU said when it ended, for error messages.
+guest_state() {
+	if guest_running "$1"; then echo running; else guest_qemu_error "$1"; fi
 }
 
 # guest_call NAME [-t SECONDS] COMMAND [ARGS]: a request to the agent.

@@ -85,6 +85,8 @@ snap_save() {
 	qcow2-newproc | loadvm-inproc)
 		guest_qmp "$name" stop >/dev/null
 		hmp "$name" "savevm fork" || return 1
+		# Clones open the same qcow2: the original must let go of it.
+		snap_inproc "$method" || guest_quit "$name"
 		;;
 	migrate-file)
 		guest_qmp "$name" stop >/dev/null

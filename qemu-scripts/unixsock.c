@@ -43,27 +43,31 @@ int unix_connect(const char *path, long long deadline)
 int read_line(struct line_reader *r, char *out, size_t outlen, long long deadline)
 {
 	struct pollfd pfd = { .fd = r->fd, .events = POLLIN };
-	char *nl;
+	char *line, *nl;
 	size_t n;
 	ssize_t got;
 	long long left;
 
 	for (;;) {
-		nl = memchr(r->buf, '\n', r->len);
+		line = r->buf + r->start;
+		nl = memchr(line, '\n', r->len);
 		if (nl) {
-			n = nl - r->buf;
-			if (n > 0 && r->buf[n - 1] == '\r')
+			n = nl - line;
+			if (n > 0 && line[n - 1] == '\r')
 				n--;
 			if (n >= outlen)
 				return LINE_ERROR;
-			memcpy(out, r->buf, n);
+			memcpy(out, line, n);
 			out[n] = '\0';
-			r->len -= nl + 1 - r->buf;
-			memmove(r->buf, nl + 1, r->len);
+			r->len -= nl + 1 - line;
+			r->start = r->len ? r->start + (nl + 1 - line) : 0;
 			return (int)n;
 		}
 		if (r->len == sizeof(r->buf))
 			return LINE_ERROR;
+		/* Move the partial line down only when more must be read. */
+		memmove(r->buf, line, r->len);
+		r->start = 0;
 		left = deadline - now_ms();
 		if (left <= 0)
 			return LINE_TIMEOUT;

@@ -18,7 +18,7 @@ enum { LINE_ERROR = -1, LINE_TIMEOUT = -2, LINE_EOF = -3 };
 
 struct line_reader {
 	int fd;
-	size_t len;
+	size_t start, len; /* unread bytes: buf[start .. start + len) */
 	char buf[1 << 16];
 };
 

@@ -158,8 +158,10 @@ fork_require() {
 fork_collect() {
 	local name=$1 base=$2 from=$3 status i
 	for ((i = 0; i < 300; i++)); do
-		status=$(guest_call "$name" -t 30 record status) || {
-			echo "$name: the agent stopped answering after the restore: $(guest_console_tail "$name")" >&2
+		status=$(guest_call "$name" -t 30 record status 2>"$RUN_DIR/call.err") || {
+			echo "$name: no recording status after the restore ($(tail -n 1 "$RUN_DIR/call.err");" \
+				"QEMU: $(guest_state "$name");" \
+				"console: $(guest_console_tail "$name"))" >&2
 			return 1
 		}
 		[ "$(t_field complete <<<"$status")" = 1 ] && break
