@@ -67,9 +67,11 @@ kernel_path() {
 . "$FORKSAFE_ROOT/qemu-scripts/snapshot.sh"
 
 FORK_BLOCKS=${FORK_BLOCKS:-60000}
-# In-process loadvm keeps the guest clock running, and in its first two
-# minutes the kernel reseeds every uptime/2 seconds on its own.  Letting
-# the original age this long makes that interval outlast all the clones.
+# In its first two minutes the kernel reseeds every uptime/2 seconds on its
+# own.  The original ages before it records, so that interval outlasts the
+# recording even on a loaded host (10 s: every 5 s) and, for in-process
+# loadvm, which does not rewind the guest clock, all the clones in a row.
+FORK_UPTIME_S=${FORK_UPTIME_S:-10}
 INPROC_UPTIME_S=${INPROC_UPTIME_S:-40}
 
 # Progress goes straight to the caller's stderr (fd 3), past the capture
@@ -107,7 +109,7 @@ fork_run() {
 
 fork_measure() {
 	local kname=$1 kernel=$2 method=$3 vcpus=$4 nclones=$5 dir=$6
-	local tag="$kname ${vcpus}cpu $method" orig info guid name clone g from i
+	local tag="$kname ${vcpus}cpu $method" orig info guid name clone g from i age wait_ms
 	local -a clones args
 	orig=$kname-$method-$vcpus
 	fork_progress "$tag: booting the original"
@@ -115,9 +117,12 @@ fork_measure() {
 	info=$(guest_call "$orig" info) || return 1
 	fork_require "$info" || return 1
 	guid=$(t_field guid <<<"$info")
-	if snap_inproc "$method"; then
-		fork_progress "$tag: letting the guest age to ${INPROC_UPTIME_S}s of uptime"
-		sleep $(((INPROC_UPTIME_S * 1000 - $(t_field uptime_ms <<<"$info")) / 1000)) 2>/dev/null || true
+	age=$FORK_UPTIME_S
+	snap_inproc "$method" && age=$INPROC_UPTIME_S
+	wait_ms=$((age * 1000 - $(t_field uptime_ms <<<"$info")))
+	if [ "$wait_ms" -gt 0 ]; then
+		fork_progress "$tag: letting the guest age to ${age}s of uptime"
+		sleep "$((wait_ms / 1000)).$(printf '%03d' $((wait_ms % 1000)))"
 	fi
 	guest_call "$orig" record start "$FORK_BLOCKS" >/dev/null || return 1
 	fork_progress "$tag: snapshot"
