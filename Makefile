@@ -20,7 +20,7 @@ DEBS := linux-source-6.1 bc bison flex libelf-dev libssl-dev cpio xz-utils file 
 	gcc make clang libclang-rt-14-dev \
 	qemu-system-x86 qemu-utils vde2 wireguard-tools busybox-static \
 	libvirt-daemon-system libvirt-clients libvirt-dev \
-	libjson-c-dev libpcap-dev shellcheck
+	libjson-c-dev libpcap-dev shellcheck python3-ply python3-git
 
 .PHONY: all deps kernel kernel-stock kernel-debug kernel-tree refresh-patches \
 	checkpatch guest tools check demo fuzz clean

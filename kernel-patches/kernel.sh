@@ -27,6 +27,7 @@ git_id() { git -c user.name=forksafe -c user.email=forksafe@localhost "$@"; }
 # The fragments and patches that make up a variant.
 fragments() {
 	echo "$here/forksafe.config"
+	if [ "$1" != stock ]; then echo "$here/patched.config"; fi
 	if [ "$1" = debug ]; then echo "$here/debug.config"; fi
 }
 
@@ -165,12 +166,17 @@ refresh() {
 	log "series: $(wc -l <"$here/series") patch(es)"
 }
 
+# One line per patch, "ok NAME" or "not ok NAME", the findings on stderr.
+# checkpatch's SPDX check runs python3 with ply and git: Debian's, not any
+# other python3 first on PATH.
 checkpatch() {
 	local p rc=0
 	ensure_base
 	while read -r p; do
-		if ! (cd "$base" && perl scripts/checkpatch.pl --strict -q "$p" >&2); then
-			echo "checkpatch: ${p##*/} has errors or warnings" >&2
+		if (cd "$base" && PATH=/usr/bin:$PATH perl scripts/checkpatch.pl --strict -q "$p" >&2); then
+			echo "ok ${p##*/}"
+		else
+			echo "not ok ${p##*/}"
 			rc=1
 		fi
 	done < <(patches patched)
