@@ -75,15 +75,24 @@ ensure_base() {
 }
 
 # A worktree at forksafe-base with the variant's patches applied on top.
-# Files the patches do not touch keep their mtimes, so make stays incremental.
+# Files the patches do not touch keep their mtimes, so make stays
+# incremental; a tree that already carries exactly these patches is left
+# alone (re-applying them would touch include/linux/random.h, which half
+# the kernel includes).
 prepare_tree() {
-	local v=$1 dir=$2 p
+	local v=$1 dir=$2 p applied
 	ensure_base
 	if [ ! -e "$dir/.git" ]; then
 		rm -rf "$dir"
 		git -C "$base" worktree prune
 		git -C "$base" worktree add -q --detach "$dir" forksafe-base
 	fi
+	applied=$(patches "$v" | xargs -r cat | sha256sum | cut -c1-16)
+	if [ "$(cat "$dir/.forksafe-applied" 2>/dev/null)" = "$applied" ] &&
+		git -C "$dir" diff --quiet HEAD; then
+		return 0
+	fi
+	rm -f "$dir/.forksafe-applied"
 	git -C "$dir" am --abort >/dev/null 2>&1 || true
 	git -C "$dir" reset -q --hard forksafe-base
 	while read -r p; do
@@ -92,6 +101,7 @@ prepare_tree() {
 			die "patch kernel-patches/${p##*/} does not apply to linux-source-6.1 $(source_version)"
 		fi
 	done < <(patches "$v")
+	echo "$applied" >"$dir/.forksafe-applied"
 }
 
 # tinyconfig, the fragments merged on top, then proof that Kconfig kept them.
