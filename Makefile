@@ -23,7 +23,7 @@ DEBS := linux-source-6.1 bc bison flex libelf-dev libssl-dev cpio xz-utils file 
 	libjson-c-dev libpcap-dev shellcheck python3-ply python3-git
 
 .PHONY: all deps kernel kernel-stock kernel-debug kernel-tree refresh-patches \
-	checkpatch guest tools check demo fuzz clean
+	checkpatch guest tools check demo bench-rng fuzz clean
 
 all: kernel kernel-stock guest tools
 
@@ -62,7 +62,8 @@ guest: $(BUILD)/initramfs.cpio
 $(BUILD)/init: guest/init.c | $(BUILD)
 	$(CC) $(GUEST_CFLAGS) -o $@ $^
 
-$(BUILD)/forksafe-agent: guest/agent.c guest/genid.c guest/recorder.c guest/genid.h guest/recorder.h | $(BUILD)
+AGENT_SRC := guest/agent.c guest/genid.c guest/recorder.c guest/bench.c
+$(BUILD)/forksafe-agent: $(AGENT_SRC) guest/genid.h guest/recorder.h guest/bench.h | $(BUILD)
 	$(CC) $(GUEST_CFLAGS) -pthread -o $@ $(filter %.c,$^)
 
 $(BUILD)/initramfs.cpio: $(BUILD)/init $(BUILD)/forksafe-agent guest/build-initramfs.sh
@@ -130,6 +131,11 @@ demo: deps
 	@$(MAKE) --no-print-directory kernel kernel-stock guest tools
 	@snapshot-tests/fork-matrix.sh --vcpus "$(VCPUS)" --clones "$(CLONES)" \
 		$(if $(METHODS),--methods "$(METHODS)")
+
+# Benchmarks print measured figures and patched/stock ratios from one run.
+bench-rng: deps
+	@$(MAKE) --no-print-directory kernel kernel-stock guest tools
+	@snapshot-tests/bench-rng.sh
 
 clean:
 	rm -rf $(BUILD)

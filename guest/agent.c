@@ -25,6 +25,7 @@
 #include <sys/utsname.h>
 #include "genid.h"
 #include "recorder.h"
+#include "bench.h"
 
 #define PORT_NAME "org.forksafe.agent"
 
@@ -224,6 +225,26 @@ static int cmd_record(const char *args)
 	return -EINVAL;
 }
 
+/* "bench SIZE MS": getrandom() calls per second over all vCPUs. */
+static int cmd_bench(const char *args)
+{
+	unsigned long size, ms;
+	uint64_t calls;
+	char err[256];
+	int threads;
+
+	if (sscanf(args, "%lu %lu", &size, &ms) != 2)
+		return -EINVAL;
+	if (bench_getrandom(size, ms, &calls, &threads, err, sizeof(err))) {
+		reply("error=%s", err);
+		return -EINVAL;
+	}
+	reply("threads=%d", threads);
+	reply("calls=%llu", (unsigned long long)calls);
+	reply("calls_per_s=%llu", (unsigned long long)(calls * 1000 / ms));
+	return 0;
+}
+
 static int quit;
 
 static int cmd_poweroff(const char *args)
@@ -241,6 +262,7 @@ static const struct command {
 	{ "info", cmd_info },
 	{ "reseed", cmd_reseed },
 	{ "record", cmd_record },
+	{ "bench", cmd_bench },
 	{ "poweroff", cmd_poweroff },
 };
 

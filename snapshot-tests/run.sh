@@ -18,7 +18,7 @@ if [ -n "${TESTS:-}" ]; then
 else
 	for f in "$dir"/*.sh; do
 		t=$(basename "$f" .sh)
-		case "$t" in lib | run | fork-matrix) continue ;; esac # not scenarios
+		case "$t" in lib | run | fork-matrix | bench-*) continue ;; esac # not scenarios
 		tests+=("$t")
 	done
 fi
