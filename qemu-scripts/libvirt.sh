@@ -51,22 +51,14 @@ libvirt_start() {
 }
 
 libvirt_cleanup() {
-	local dom d pid i
+	local dom d
 	for dom in "${LIBVIRT_DOMAINS[@]}"; do
 		"${VIRSH[@]}" destroy "$dom" >/dev/null 2>&1 || true
 		"${VIRSH[@]}" undefine "$dom" --snapshots-metadata >/dev/null 2>&1 || true
 	done
 	LIBVIRT_DOMAINS=()
 	for d in libvirtd virtlogd; do
-		pid=${LIBVIRT_PID[$d]:-}
-		[ -n "$pid" ] || continue
-		kill "$pid" 2>/dev/null || continue
-		for ((i = 0; i < 50; i++)); do
-			kill -0 "$pid" 2>/dev/null || break
-			sleep 0.1
-		done
-		kill -9 "$pid" 2>/dev/null || true
-		wait "$pid" 2>/dev/null || true
+		[ -z "${LIBVIRT_PID[$d]:-}" ] || stop_pid "${LIBVIRT_PID[$d]}"
 	done
 	LIBVIRT_PID=()
 }

@@ -24,19 +24,22 @@ CLEANUP_HOOKS=() # run first on exit (libvirt.sh stops its daemons there)
 die() { echo "$*" >&2; exit 1; }
 
 # ---- cleanup ------------------------------------------------------------------
-# QEMU gets a polite SIGTERM, then SIGKILL after five seconds.
-qemu_cleanup() {
-	local name pid i hook
-	for hook in "${CLEANUP_HOOKS[@]}"; do "$hook"; done
-	for name in "${!GUEST_PID[@]}"; do
-		pid=${GUEST_PID[$name]}
-		kill "$pid" 2>/dev/null || continue
-		for ((i = 0; i < 50; i++)); do
-			kill -0 "$pid" 2>/dev/null || break
-			sleep 0.1
-		done
-		kill -9 "$pid" 2>/dev/null || true
+# A process we started gets a polite SIGTERM, then SIGKILL after five seconds.
+stop_pid() {
+	local pid=$1 i
+	kill "$pid" 2>/dev/null || return 0
+	for ((i = 0; i < 50; i++)); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
 	done
+	kill -9 "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
+}
+
+qemu_cleanup() {
+	local name hook
+	for hook in "${CLEANUP_HOOKS[@]}"; do "$hook"; done
+	for name in "${!GUEST_PID[@]}"; do stop_pid "${GUEST_PID[$name]}"; done
 	GUEST_PID=()
 	if [ -n "${KEEP_RUN_DIR:-}" ]; then
 		echo "# kept $RUN_DIR" >&2
