@@ -37,7 +37,7 @@ guest_boot orig "$kernel"
 mkdir -p "$RUN_DIR/snap"
 snap_save migrate-file orig "$RUN_DIR/snap"
 truncate -s 1M "$RUN_DIR/snap/vmstate.mig"
-expect_fail "truncated migration stream" "died while loading" \
+expect_fail "truncated migration stream" "error while loading state" \
 	snap_restore migrate-file orig "$RUN_DIR/snap" clone "$kernel" 1 auto
 
 # Recorder dumps from a guest are untrusted input.
