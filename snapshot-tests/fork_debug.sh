@@ -1,0 +1,122 @@
+#!/bin/bash
+# The debug lane: the patched kernel built with lockdep (PROVE_LOCKING,
+# PROVE_RCU), DEBUG_ATOMIC_SLEEP, DEBUG_PREEMPT, generic KASAN and
+# DEBUG_OBJECTS (make kernel-debug, kernel-patches/debug.config)
+#  - boots with 2 vCPUs with lockdep, RCU lockdep and KASAN active, and
+#    passes the series' KUnit suite, which forks many times in a row in
+#    kernel context through every entry point of the check;
+#  - is fork-safe in a migrate-file run at 2 vCPUs with 3 clones: the
+#    recorder calls getrandom() on every vCPU while each clone resumes with
+#    a new GUID, so the slow path runs concurrently with readers;
+#  - and not one console of all those guests (the boot, the original, the
+#    reference, the control and each clone) carries a lockdep, KASAN,
+#    atomic-sleep, RCU-usage or debugobjects report, nor any other BUG or
+#    WARNING.
+
+# The defaults of lib.sh and qemu.sh are enough: under TCG this kernel boots
+# to its agent in about 8 s with the default 256 MiB (KASAN's shadow and
+# lockdep's tables leave 160 MiB), and records the default FORK_BLOCKS.  A
+# GUEST_MEM of your own applies to the original and its clones alike, as a
+# migrate-file clone needs.
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+
+kname=debug
+kernel=$BUILD/bzImage-$kname
+method=migrate-file
+vcpus=2
+nclones=3
+[ -f "$kernel" ] || t_skip "no debug kernel at $kernel: run 'make kernel-debug'"
+
+# What lockdep, KASAN, DEBUG_ATOMIC_SLEEP, PROVE_RCU and debugobjects print,
+# and any other BUG, WARNING or oops.
+reports='BUG: KASAN|WARNING: possible|possible circular locking|possible recursive locking'
+reports+='|inconsistent lock state|INFO: trying to register non-static key|DEBUG_LOCKS_WARN_ON'
+reports+='|BUG: sleeping function called from invalid context|suspicious RCU usage|ODEBUG'
+reports+='|lockdep is turned off|BUG:|WARNING:|Call Trace|Oops|Kernel panic|general protection fault'
+
+# scan_consoles: every guest's whole serial console under $RUN_DIR (the boot
+# guest, the original and each restored QEMU; fork_run's <clone>.console
+# files are tails of these), one assertion each.  Sets $scanned.
+scan_consoles() {
+	local f name hits line
+	scanned=0
+	while read -r f; do
+		scanned=$((scanned + 1))
+		name=${f#"$RUN_DIR"/}
+		name=${name%/console.log}
+		hits=$(tr -d '\r' <"$f" | grep -nE "$reports" || true)
+		if [ -z "$hits" ]; then
+			t_ok "$name: no lockdep, KASAN, atomic-sleep or debugobjects report"
+			continue
+		fi
+		t_fail "$name: no lockdep, KASAN, atomic-sleep or debugobjects report"
+		t_diag "$name: $(wc -l <<<"$hits") matching lines, the first:"
+		while read -r line; do t_diag "  $line"; done < <(head -n 12 <<<"$hits")
+		# The report itself, from its first line, for the analysis.
+		t_diag "$name: console from the first report:"
+		while read -r line; do t_diag "  $line"; done < <(tr -d '\r' <"$f" | tail -n "+${hits%%:*}" | head -n 60)
+	done < <(find "$RUN_DIR" -name console.log -type f | sort)
+}
+
+# ---- boot and KUnit ------------------------------------------------------------
+boot=$kname-boot
+if ! guest_boot "$boot" "$kernel" --smp "$vcpus"; then
+	t_fail "$kname: boots with $vcpus vCPUs"
+	t_diag "$(guest_console_tail "$boot")"
+	scan_consoles
+	t_done
+	exit 1
+fi
+t_ok "$kname: boots with $vcpus vCPUs"
+guest_stop "$boot"
+ktap=$(sed -n 's/^\[[ 0-9.]*\] //p' "$(guest_dir "$boot")/console.log" | tr -d '\r')
+
+# The checkers are really there: a kernel without them would pass the scan.
+checkers=""
+grep -q '^Lock dependency validator' <<<"$ktap" || checkers+=" lockdep"
+grep -q '^rcu:[[:space:]]*RCU lockdep checking is enabled' <<<"$ktap" || checkers+=" PROVE_RCU"
+grep -q 'KernelAddressSanitizer initialized' <<<"$ktap" || checkers+=" KASAN"
+if [ -z "$checkers" ]; then
+	t_ok "$kname: lockdep, RCU lockdep and KASAN are active"
+else
+	t_fail "$kname: lockdep, RCU lockdep and KASAN are active"
+	t_diag "not announced at boot:$checkers"
+fi
+
+if ! grep -q '# Subtest: random_vmfork' <<<"$ktap"; then
+	t_fail "$kname: kunit: random_vmfork passed"
+	t_diag "this kernel ran no random_vmfork KUnit suite"
+elif grep -q '^ok [0-9]* random_vmfork' <<<"$ktap"; then
+	t_ok "$kname: kunit: random_vmfork passed"
+else
+	t_fail "$kname: kunit: random_vmfork passed"
+	while read -r line; do t_diag "$line"; done < <(grep -m 5 'not ok' <<<"$ktap" || true)
+fi
+
+# ---- the fork run -------------------------------------------------------------
+row=$RUN_DIR/$kname-$method-$vcpus.json
+tag="$kname ${vcpus}cpu $method"
+measured=0
+if fork_run "$kname" "$kernel" "$method" "$vcpus" "$nclones" "$row"; then
+	measured=1
+	t_ok "$tag: $nclones clones measured"
+else
+	t_fail "$tag: $nclones clones measured"
+fi
+"$BUILD/matrix-report" "$row" | sed 's/^/# /'
+read -r _ _ _ verdict changed diverged exposure why < <("$BUILD/matrix-report" -v "$row")
+if [ "$verdict" = error ]; then
+	t_fail "$tag: fork-safe"
+	t_diag "$tag: ${why#\# }"
+else
+	t_eq "$tag: every clone sees a new GUID" "$changed" "guid_changed=$nclones/$nclones"
+	t_eq "$tag: every clone diverges from the reference" "$diverged" "diverged=$nclones/$nclones"
+	t_eq "$tag: fork-safe" "$verdict $exposure" "fork-safe exposure_max=0"
+fi
+
+# ---- every console of the run ---------------------------------------------------
+scan_consoles
+# The boot guest, the original, the reference, the control and the clones.
+if [ "$measured" = 1 ]; then t_eq "every console scanned" "$scanned" "$((nclones + 4))"; fi
+t_done
