@@ -93,14 +93,17 @@ fork_run() {
 		err="unknown method '$method' (known: $SNAP_METHODS)"
 	else
 		fork_measure "$kname" "$kernel" "$method" "$vcpus" "$nclones" "$dir" 2>"$dir/errors" || rc=$?
-		err=$(tail -n 1 "$dir/errors")
+		err=$(tail -n 1 "$dir/errors" | tr -cd '[:print:]' | sed 's/["\]//g')
 		[ "$rc" = 0 ] || err=${err:-"failed (status $rc)"}
 		[ "$rc" != 0 ] || err=""
+		# A row that failed half-way leaves its original (and for libvirt,
+		# its domain) behind; the other rows should not carry it.
+		[ "$rc" = 0 ] || snap_finish "$method" "$kname-$method-$vcpus" 2>/dev/null || true
 	fi
 	if [ -n "$err" ]; then
 		fork_progress "$tag: error: $err"
 		printf '{"kernel":"%s","method":"%s","vcpus":%d,"error":"%s"}\n' \
-			"$kname" "$method" "$vcpus" "${err//\"/\'}" >"$out"
+			"$kname" "$method" "$vcpus" "$err" >"$out"
 		return 1
 	fi
 	printf '{"kernel":"%s","method":"%s","vcpus":%d,"result":%s}\n' \
