@@ -14,6 +14,7 @@
  *   exposure window clones produced pre-fork output after the GUID changed
  * With -v, prints one line per row for tests instead of the table:
  *   KERNEL VCPUS METHOD VERDICT guid_changed=N/M diverged=N/M exposure_max=B
+ *   reseeded_once=N/M control_reseeds=K
  * where VERDICT has dashes for spaces (no-fork-signal).
  */
 #include <stdio.h>
@@ -25,7 +26,7 @@
 struct row {
 	const char *kernel, *method, *verdict;
 	char why[256];
-	int vcpus, clones, changed, diverged, reseeded;
+	int vcpus, clones, changed, diverged, reseeded, reseeded_once, control_reseeds;
 	long long bmin, bmed, bmax, umin, umed, umax, shared;
 	struct json_object *json;
 };
@@ -117,9 +118,11 @@ static void judge(struct row *r)
 		r->changed += flag(c, "guid_changed");
 		r->diverged += flag(c, "diverged");
 		r->reseeded += flag(c, "reseed_logged");
+		r->reseeded_once += num(c, "reseed_lines") == 1;
 		if (!i || num(c, "identical_after_snapshot") < r->shared)
 			r->shared = num(c, "identical_after_snapshot");
 	}
+	r->control_reseeds = (int)num(ctrl, "reseed_lines");
 	spread(clones, "exposure_blocks", &r->bmin, &r->bmed, &r->bmax);
 	spread(clones, "exposure_us", &r->umin, &r->umed, &r->umax);
 	if (!flag(ctrl, "identical")) {
@@ -249,10 +252,12 @@ int main(int argc, char **argv)
 	}
 	if (verdicts) {
 		for (i = 0; i < n; i++)
-			printf("%s %d %s %s guid_changed=%d/%d diverged=%d/%d exposure_max=%lld%s%s\n",
+			printf("%s %d %s %s guid_changed=%d/%d diverged=%d/%d exposure_max=%lld"
+			       " reseeded_once=%d/%d control_reseeds=%d%s%s\n",
 			       rows[i].kernel, rows[i].vcpus, rows[i].method, slug(rows[i].verdict),
 			       rows[i].changed, rows[i].clones, rows[i].diverged, rows[i].clones,
-			       rows[i].bmax, *rows[i].why ? " # " : "", rows[i].why);
+			       rows[i].bmax, rows[i].reseeded_once, rows[i].clones, rows[i].control_reseeds,
+			       *rows[i].why ? " # " : "", rows[i].why);
 	} else {
 		table(stdout, rows, n, 0);
 	}

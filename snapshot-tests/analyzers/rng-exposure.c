@@ -72,11 +72,14 @@ static void parse_arg(struct input *in, char *arg)
 		fail("%s", in->d.error);
 }
 
-/* Did the console log the vmgenid reseed?  -1 when no console was given. */
-static int reseed_logged(const char *path)
+/*
+ * How often the console logged the vmgenid reseed after the restore:
+ * exactly once per fork, never without one.  -1 when no console was given.
+ */
+static int reseed_lines(const char *path)
 {
 	char line[1024];
-	int found = 0;
+	int n = 0;
 	FILE *f;
 
 	if (!path)
@@ -84,10 +87,10 @@ static int reseed_logged(const char *path)
 	f = fopen(path, "r");
 	if (!f)
 		fail("cannot read %s: %s", path, strerror(errno));
-	while (!found && fgets(line, sizeof(line), f))
-		found = strstr(line, RESEED_LINE) != NULL;
+	while (fgets(line, sizeof(line), f))
+		n += strstr(line, RESEED_LINE) != NULL;
 	fclose(f);
-	return found;
+	return n;
 }
 
 static void same_shape(const struct dump *a, const struct dump *b, const char *an, const char *bn)
@@ -197,6 +200,9 @@ static struct json_object *judge_control(const struct input *con, const uint32_t
 	}
 	json_object_object_add(o, "name", json_object_new_string(con->name));
 	json_object_object_add(o, "guid_changed", json_object_new_boolean(changed));
+	if (con->console_path)
+		json_object_object_add(o, "reseed_lines",
+				       json_object_new_int(reseed_lines(con->console_path)));
 	json_object_object_add(o, "identical_blocks", json_object_new_int64(same));
 	json_object_object_add(o, "shifted_blocks", json_object_new_int64(ok ? window - same : 0));
 	json_object_object_add(o, "window_blocks", json_object_new_int64(window));
@@ -234,9 +240,12 @@ static struct json_object *judge_clone(const struct input *in, const uint32_t *s
 	}
 	json_object_object_add(o, "name", json_object_new_string(in->name));
 	json_object_object_add(o, "guid_changed", json_object_new_boolean(changed));
-	if (in->console_path)
+	if (in->console_path) {
 		json_object_object_add(o, "reseed_logged",
-				       json_object_new_boolean(reseed_logged(in->console_path)));
+				       json_object_new_boolean(reseed_lines(in->console_path) > 0));
+		json_object_object_add(o, "reseed_lines",
+				       json_object_new_int(reseed_lines(in->console_path)));
+	}
 	json_object_object_add(o, "identical_after_snapshot", json_object_new_int64(after));
 	json_object_object_add(o, "exposure_blocks", json_object_new_int64(exposed));
 	json_object_object_add(o, "exposure_bytes", json_object_new_int64(exposed * 16));
