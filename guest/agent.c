@@ -18,8 +18,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <linux/random.h>
-#include <sys/ioctl.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
@@ -149,15 +147,8 @@ static int cmd_info(const char *args)
 
 static int cmd_reseed(const char *args)
 {
-	int fd = open("/dev/urandom", O_RDONLY), rc;
-
 	(void)args;
-	if (fd < 0)
-		return -errno;
-	rc = ioctl(fd, RNDRESEEDCRNG);
-	rc = rc ? -errno : 0;
-	close(fd);
-	return rc;
+	return rng_reseed();
 }
 
 /* ---- the recorder (guest/recorder.c) ------------------------------------ */

@@ -90,7 +90,7 @@ static void *record_loop(void *arg)
 	return NULL;
 }
 
-static int reseed(void)
+int rng_reseed(void)
 {
 	int fd = open("/dev/urandom", O_RDONLY), rc;
 
@@ -123,7 +123,7 @@ int recorder_start(uint32_t blocks, char *err, size_t errlen)
 	 * its own.  Reseeding here pushes the next one out past the window we
 	 * record, so what the clones share is the state at the snapshot.
 	 */
-	rc = reseed();
+	rc = rng_reseed();
 	if (rc) {
 		snprintf(err, errlen, "RNDRESEEDCRNG: %s", strerror(-rc));
 		return -1;

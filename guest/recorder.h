@@ -4,6 +4,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* ioctl(RNDRESEEDCRNG): 0 or -errno. */
+int rng_reseed(void);
+
 /* Reseed, then record BLOCKS getrandom() blocks on every CPU.  0 or -1 + err. */
 int recorder_start(uint32_t blocks, char *err, size_t errlen);
 
