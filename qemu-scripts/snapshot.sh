@@ -64,11 +64,16 @@ hmp() {
 	fi
 }
 
+# qmp_status NAME COMMAND: the "status" of a query-status or query-migrate.
+qmp_status() {
+	guest_qmp "$1" "$2" | sed -n 's/.*"status": *"\([a-z-]*\)".*/\1/p'
+}
+
 # Wait (up to SAVE_TIMEOUT) until NAME's run state is no longer STATE.
 snap_wait_status() {
 	local name=$1 from=$2 status="" i
 	for ((i = 0; i < SAVE_TIMEOUT * 10; i++)); do
-		status=$(guest_qmp "$name" query-status | sed -n 's/.*"status": *"\([a-z-]*\)".*/\1/p') || true
+		status=$(qmp_status "$name" query-status) || true
 		[ -n "$status" ] && [ "$status" != "$from" ] && return 0
 		guest_running "$name" || { echo "qemu: $name died while loading: $(guest_qemu_error "$name")" >&2; return 1; }
 		sleep 0.1
@@ -94,7 +99,7 @@ snap_save() {
 		guest_qmp "$name" migrate-set-parameters '{"max-bandwidth":17179869184}' >/dev/null
 		guest_qmp "$name" migrate "{\"uri\":\"exec:cat > $dir/vmstate.mig\"}" >/dev/null
 		for ((i = 0; i < SAVE_TIMEOUT * 10; i++)); do
-			status=$(guest_qmp "$name" query-migrate | sed -n 's/.*"status": *"\([a-z-]*\)".*/\1/p')
+			status=$(qmp_status "$name" query-migrate)
 			case "$status" in
 			completed) break ;;
 			failed | cancelled) echo "qemu: migration to file $status" >&2; return 1 ;;
