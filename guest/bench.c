@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * getrandom() throughput, for make bench-rng: the cost of the synchronous
- * generation-ID check is what the patched kernel adds to every call, so it
- * is measured the way the fork matrix loads the RNG, one pinned thread per
- * vCPU in a tight loop.
+ * The RNG's cost, for make bench-rng: the synchronous generation-ID check
+ * is what the patched kernel adds to every call, so it is measured the way
+ * the fork matrix loads the RNG, one pinned thread per vCPU: getrandom() in
+ * a tight loop, and get_random_u32() through the hook of the *-bench
+ * kernels (kernel-patches/bench/).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -20,60 +21,95 @@
 
 #define MAX_THREADS 64
 #define MAX_SIZE 4096
+#define BENCH_U32_PATH "/proc/sys/kernel/random/bench_u32"
 
 struct bench_thread {
 	pthread_t tid;
 	int cpu;
-	uint64_t calls;
+	uint64_t count;
 	int error;
 };
 
 static size_t req_size;
 static atomic_int stop;
 
-static void *bench_loop(void *arg)
+static void pin(struct bench_thread *t)
 {
-	struct bench_thread *t = arg;
-	unsigned char buf[MAX_SIZE];
 	cpu_set_t set;
 
 	CPU_ZERO(&set);
 	CPU_SET(t->cpu, &set);
 	if (sched_setaffinity(0, sizeof(set), &set))
 		t->error = errno;
+}
+
+/* count = getrandom() calls until told to stop */
+static void *getrandom_loop(void *arg)
+{
+	struct bench_thread *t = arg;
+	unsigned char buf[MAX_SIZE];
+
+	pin(t);
 	while (!atomic_load_explicit(&stop, memory_order_relaxed) && !t->error) {
 		if (getrandom(buf, req_size, 0) != (ssize_t)req_size)
 			t->error = errno ? errno : EIO;
-		t->calls++;
+		t->count++;
 	}
 	return NULL;
 }
 
-int bench_getrandom(size_t size, unsigned int ms, uint64_t *calls, int *threads,
-		    char *err, size_t errlen)
+/* count = get_random_u32() calls per second, as the kernel's hook timed them */
+static void *u32_once(void *arg)
+{
+	struct bench_thread *t = arg;
+	unsigned long long v;
+	FILE *f;
+
+	pin(t);
+	if (t->error)
+		return NULL;
+	f = fopen(BENCH_U32_PATH, "r");
+	if (!f) {
+		t->error = errno;
+		return NULL;
+	}
+	if (fscanf(f, "%llu", &v) == 1)
+		t->count = v;
+	else
+		t->error = EIO;
+	fclose(f);
+	return NULL;
+}
+
+/*
+ * One thread per online CPU running fn; with ms > 0 they are stopped after
+ * ms milliseconds.  Sums their counts into *total.
+ */
+static int run_per_cpu(void *(*fn)(void *), unsigned int ms, uint64_t *total,
+		       int *threads, char *err, size_t errlen)
 {
 	static struct bench_thread t[MAX_THREADS];
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L };
 	int i, n = 0, rc = 0;
 
-	if (size < 1 || size > MAX_SIZE || ms < 1 || ms > 600000 || cpus < 1 || cpus > MAX_THREADS) {
-		snprintf(err, errlen, "size must be 1..%d, ms 1..600000, cpus 1..%d", MAX_SIZE, MAX_THREADS);
+	if (cpus < 1 || cpus > MAX_THREADS) {
+		snprintf(err, errlen, "%ld CPUs, at most %d supported", cpus, MAX_THREADS);
 		return -1;
 	}
-	req_size = size;
 	atomic_store(&stop, 0);
 	for (i = 0; i < cpus; i++, n++) {
 		t[i] = (struct bench_thread){ .cpu = i };
-		if (pthread_create(&t[i].tid, NULL, bench_loop, &t[i]))
+		if (pthread_create(&t[i].tid, NULL, fn, &t[i]))
 			break;
 	}
-	nanosleep(&ts, NULL);
+	if (ms)
+		nanosleep(&ts, NULL);
 	atomic_store(&stop, 1);
-	*calls = 0;
+	*total = 0;
 	for (i = 0; i < n; i++) {
 		pthread_join(t[i].tid, NULL);
-		*calls += t[i].calls;
+		*total += t[i].count;
 		if (t[i].error && !rc) {
 			snprintf(err, errlen, "thread %d: %s", i, strerror(t[i].error));
 			rc = -1;
@@ -85,4 +121,24 @@ int bench_getrandom(size_t size, unsigned int ms, uint64_t *calls, int *threads,
 	}
 	*threads = n;
 	return rc;
+}
+
+int bench_getrandom(size_t size, unsigned int ms, uint64_t *calls, int *threads,
+		    char *err, size_t errlen)
+{
+	if (size < 1 || size > MAX_SIZE || ms < 1 || ms > 600000) {
+		snprintf(err, errlen, "size must be 1..%d, ms 1..600000", MAX_SIZE);
+		return -1;
+	}
+	req_size = size;
+	return run_per_cpu(getrandom_loop, ms, calls, threads, err, errlen);
+}
+
+int bench_u32(uint64_t *calls_per_s, int *threads, char *err, size_t errlen)
+{
+	if (access(BENCH_U32_PATH, R_OK)) {
+		snprintf(err, errlen, "%s: %s (boot a *-bench kernel)", BENCH_U32_PATH, strerror(errno));
+		return -1;
+	}
+	return run_per_cpu(u32_once, 0, calls_per_s, threads, err, errlen);
 }

@@ -12,4 +12,11 @@
 int bench_getrandom(size_t size, unsigned int ms, uint64_t *calls, int *threads,
 		    char *err, size_t errlen);
 
+/*
+ * get_random_u32() calls per second, summed over one pinned thread per
+ * online CPU, each timing 2^20 calls in the kernel (the *-bench kernels'
+ * kernel/random/bench_u32); -1 with err set on a kernel without the hook.
+ */
+int bench_u32(uint64_t *calls_per_s, int *threads, char *err, size_t errlen);
+
 #endif

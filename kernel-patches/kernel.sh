@@ -1,7 +1,9 @@
 #!/bin/bash
 # Build the guest kernels from Debian's linux-source-6.1.
 #
-#   kernel.sh build patched|stock|debug   bzImage, cached by a hash of its inputs
+#   kernel.sh build VARIANT               bzImage, cached by a hash of its inputs
+#       stock, patched (the series), debug (patched + debug.config), and
+#       stock-bench, patched-bench (plus the hooks in bench/, for make bench-rng)
 #   kernel.sh tree                         a tree with the series applied, to edit
 #   kernel.sh refresh                      rewrite the series from that tree
 #   kernel.sh checkpatch                   scripts/checkpatch.pl --strict on the series
@@ -27,18 +29,23 @@ git_id() { git -c user.name=forksafe -c user.email=forksafe@localhost "$@"; }
 # The fragments and patches that make up a variant.
 fragments() {
 	echo "$here/forksafe.config"
-	if [ "$1" != stock ]; then echo "$here/patched.config"; fi
+	case "$1" in stock*) ;; *) echo "$here/patched.config" ;; esac
 	if [ "$1" = debug ]; then echo "$here/debug.config"; fi
 }
 
 patches() {
-	[ "$1" = stock ] && return 0
 	local p
-	while read -r p; do
-		case "$p" in ''|'#'*) continue ;; esac
-		[ -f "$here/$p" ] || die "kernel-patches/series names $p, which does not exist"
-		echo "$here/$p"
-	done <"$here/series"
+	case "$1" in
+	stock*) ;;
+	*)
+		while read -r p; do
+			case "$p" in ''|'#'*) continue ;; esac
+			[ -f "$here/$p" ] || die "kernel-patches/series names $p, which does not exist"
+			echo "$here/$p"
+		done <"$here/series"
+		;;
+	esac
+	case "$1" in *-bench) find "$here/bench" -name '*.patch' | sort ;; esac
 }
 
 source_version() {
@@ -131,7 +138,9 @@ configure() {
 
 build() {
 	local v=$1 key dest dir
-	case "$v" in patched|stock|debug) ;; *) die "unknown variant '$v' (patched, stock, debug)" ;; esac
+	case "$v" in patched|stock|debug|patched-bench|stock-bench) ;;
+	*) die "unknown variant '$v' (patched, stock, debug, patched-bench, stock-bench)" ;;
+	esac
 	key=$(input_hash "$v")
 	dest=$cache/kernels/$v-$key
 	mkdir -p "$out"
@@ -198,5 +207,5 @@ build) build "${2:-}" ;;
 tree) tree ;;
 refresh) refresh ;;
 checkpatch) checkpatch ;;
-*) die "usage: kernel.sh build patched|stock|debug | tree | refresh | checkpatch" ;;
+*) die "usage: kernel.sh build VARIANT | tree | refresh | checkpatch" ;;
 esac

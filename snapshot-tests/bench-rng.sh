@@ -5,7 +5,12 @@
 #    per clone, fresh GUID) with --clones clones (default 20), 1 and 2 vCPUs;
 #  - cost: getrandom() calls per second for 16- and 4096-byte requests,
 #    one pinned thread per vCPU, --rounds rounds (default 5) of --ms ms
-#    each, stock and patched guests alternating; medians and their ratio.
+#    each, stock and patched guests alternating; get_random_u32() calls per
+#    second the same way; medians and their ratio;
+#  - reseeds: crng reseeds between 10 s and 70 s of uptime with a GUID that
+#    never changes, the RNG used every second, stock against patched.
+#  The cost and reseed figures come from the *-bench kernels, which add the
+#  same two hooks (kernel-patches/bench/) to both.
 #   bench-rng.sh [--clones N] [--rounds N] [--ms MS] [--vcpus "1 2"] [--out DIR]
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -26,8 +31,8 @@ done
 for n in "$nclones" "$rounds" "$ms"; do
 	case "$n" in '' | *[!0-9]* | 0) die "bench-rng: counts and --ms want positive numbers" ;; esac
 done
-for k in stock patched; do
-	[ -f "$(kernel_path "$k")" ] || die "bench-rng: $(kernel_path "$k") not found: make kernel kernel-stock"
+for k in stock patched stock-bench patched-bench; do
+	[ -f "$(kernel_path "$k")" ] || die "bench-rng: $(kernel_path "$k") not found: make kernel kernel-stock kernel-bench"
 done
 mkdir -p "$out/bench-rng"
 md=$out/bench-rng.md
@@ -51,32 +56,80 @@ median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] 
 	echo "Exposure (migrate-file, $nclones clones with a fresh GUID per row):"
 	sed -n '/^### Kernel/,$p' "$out/bench-rng/exposure.md" | sed 's/^### /#### /'
 	echo
-	echo "getrandom() calls per second over all vCPUs (median of $rounds rounds of $ms ms, stock and patched alternating):"
+	echo "Calls per second over all vCPUs, one pinned thread each (median of $rounds rounds, stock and patched alternating; getrandom() for $ms ms a round, get_random_u32() 2^20 calls per thread a round):"
 	echo
-	echo "| vCPUs | request | stock | patched | patched/stock |"
+	echo "| vCPUs | call | stock | patched | patched/stock |"
 	echo "| --- | --- | --- | --- | --- |"
 } >"$md.tmp"
 
+# Medians of $rounds rounds, stock and patched alternating, into the table.
+cost_row() {
+	local v=$1 label=$2 s p ratio r k
+	shift 2
+	for ((r = 1; r <= rounds; r++)); do
+		for k in stock patched; do
+			guest_call "bench-$k-$v" -t $((ms / 1000 + 60)) "$@" |
+				t_field calls_per_s >>"$RUN_DIR/$k-$v-$label"
+		done
+	done
+	s=$(median <"$RUN_DIR/stock-$v-$label")
+	p=$(median <"$RUN_DIR/patched-$v-$label")
+	ratio=$(awk -v p="$p" -v s="$s" 'BEGIN { printf "%.3f", s ? p / s : 0 }')
+	fork_progress "bench: $v vCPU(s), $label: stock $s/s, patched $p/s, ratio $ratio"
+	echo "| $v | $label | $s | $p | $ratio |" >>"$md.tmp"
+}
+
+uptime_s() { guest_call "$1" info | t_field uptime_ms | awk '{ print int($1 / 1000) }'; }
+
+# Reseeds between 10 s and 70 s of uptime, both guests' RNG used about
+# twice a second; prints "KERNEL RESEEDS" per kernel.
+reseed_window() {
+	local k u
+	declare -A at10 at70
+	while [ -z "${at70[stock]:-}" ] || [ -z "${at70[patched]:-}" ]; do
+		for k in stock patched; do
+			[ -n "${at70[$k]:-}" ] && continue
+			guest_call "bench-$k-1" bench 16 100 >/dev/null
+			u=$(uptime_s "bench-$k-1")
+			if [ "$u" -ge 10 ] && [ -z "${at10[$k]:-}" ]; then
+				at10[$k]=$(guest_call "bench-$k-1" reseeds | t_field reseeds)
+			fi
+			if [ "$u" -ge 70 ]; then
+				at70[$k]=$(guest_call "bench-$k-1" reseeds | t_field reseeds)
+			fi
+		done
+		sleep 0.5
+	done
+	for k in stock patched; do
+		echo "$k $((at70[$k] - at10[$k]))"
+	done
+}
+
 for v in $vcpus_list; do
 	for k in stock patched; do
-		fork_progress "bench: booting $k with $v vCPUs"
-		guest_boot "bench-$k-$v" "$(kernel_path "$k")" --smp "$v" || die "bench-rng: $k did not boot"
+		fork_progress "bench: booting $k-bench with $v vCPUs"
+		guest_boot "bench-$k-$v" "$(kernel_path "$k-bench")" --smp "$v" || die "bench-rng: $k-bench did not boot"
 	done
+	if [ "$v" = 1 ]; then
+		reseed_window >"$RUN_DIR/reseeds"
+		fork_progress "bench: reseeds from 10 s to 70 s of uptime: $(tr '\n' ' ' <"$RUN_DIR/reseeds")"
+	fi
 	for size in 16 4096; do
-		for ((r = 1; r <= rounds; r++)); do
-			for k in stock patched; do
-				guest_call "bench-$k-$v" -t $((ms / 1000 + 30)) bench "$size" "$ms" |
-					t_field calls_per_s >>"$RUN_DIR/$k-$v-$size"
-			done
-		done
-		s=$(median <"$RUN_DIR/stock-$v-$size")
-		p=$(median <"$RUN_DIR/patched-$v-$size")
-		ratio=$(awk -v p="$p" -v s="$s" 'BEGIN { printf "%.3f", s ? p / s : 0 }')
-		fork_progress "bench: $v vCPU(s), $size bytes: stock $s/s, patched $p/s, ratio $ratio"
-		echo "| $v | $size B | $s | $p | $ratio |" >>"$md.tmp"
+		cost_row "$v" "getrandom ${size} B" bench "$size" "$ms"
 	done
+	cost_row "$v" "get_random_u32" bench-u32
 	for k in stock patched; do guest_stop "bench-$k-$v"; done
 done
+if [ -s "$RUN_DIR/reseeds" ]; then
+	{
+		echo
+		echo "crng reseeds from 10 s to 70 s of uptime, GUID never changing, 1 vCPU (stock must equal patched):"
+		echo
+		echo "| kernel | reseeds |"
+		echo "| --- | --- |"
+		awk '{ print "| " $1 " | " $2 " |" }' "$RUN_DIR/reseeds"
+	} >>"$md.tmp"
+fi
 mv "$md.tmp" "$md"
 cat "$md"
 echo "bench-rng: results in $md and $out/bench-rng/" >&2
