@@ -20,10 +20,10 @@ DEBS := linux-source-6.1 bc bison flex libelf-dev libssl-dev cpio xz-utils file 
 	gcc make clang libclang-rt-14-dev \
 	qemu-system-x86 qemu-utils vde2 wireguard-tools busybox-static \
 	libvirt-daemon-system libvirt-clients libvirt-dev \
-	libjson-c-dev libpcap-dev shellcheck python3-ply python3-git
+	libjson-c-dev libpcap-dev jq shellcheck python3-ply python3-git
 
-.PHONY: all deps kernel kernel-stock kernel-debug kernel-tree refresh-patches \
-	checkpatch guest tools check demo bench-rng fuzz clean
+.PHONY: all deps kernel kernel-stock kernel-debug kernel-bench kernel-tree refresh-patches \
+	checkpatch guest tools check demo bench-rng bench-wg fuzz clean
 
 all: kernel kernel-stock guest tools
 
@@ -49,6 +49,9 @@ kernel-stock:
 	@kernel-patches/kernel.sh build stock
 kernel-debug:
 	@kernel-patches/kernel.sh build debug
+kernel-bench:
+	@kernel-patches/kernel.sh build stock-bench
+	@kernel-patches/kernel.sh build patched-bench
 kernel-tree:
 	@kernel-patches/kernel.sh tree
 refresh-patches:
@@ -62,20 +65,24 @@ guest: $(BUILD)/initramfs.cpio
 $(BUILD)/init: guest/init.c | $(BUILD)
 	$(CC) $(GUEST_CFLAGS) -o $@ $^
 
-AGENT_SRC := guest/agent.c guest/genid.c guest/recorder.c guest/bench.c
-$(BUILD)/forksafe-agent: $(AGENT_SRC) guest/genid.h guest/recorder.h guest/bench.h | $(BUILD)
+AGENT_SRC := guest/agent.c guest/genid.c guest/recorder.c guest/bench.c guest/net.c
+$(BUILD)/forksafe-agent: $(AGENT_SRC) guest/genid.h guest/recorder.h guest/bench.h guest/net.h | $(BUILD)
 	$(CC) $(GUEST_CFLAGS) -pthread -o $@ $(filter %.c,$^)
 
 $(BUILD)/initramfs.cpio: $(BUILD)/init $(BUILD)/forksafe-agent guest/build-initramfs.sh
 	guest/build-initramfs.sh $@ $(BUILD)/init $(BUILD)/forksafe-agent
 
 # ---- host tools ----------------------------------------------------------------
-TOOLS := $(BUILD)/qmp $(BUILD)/agent-call $(BUILD)/rng-exposure $(BUILD)/matrix-report
+TOOLS := $(BUILD)/qmp $(BUILD)/agent-call $(BUILD)/rng-exposure $(BUILD)/matrix-report \
+	$(BUILD)/wg-detect
 tools: $(TOOLS)
 
 AN := snapshot-tests/analyzers
 $(BUILD)/rng-exposure: $(AN)/rng-exposure.c $(AN)/dump.c $(AN)/dump.h | $(BUILD)
 	$(CC) $(HOST_CFLAGS) -o $@ $(filter %.c,$^) -ljson-c
+
+$(BUILD)/wg-detect: $(AN)/wg-detect.c $(AN)/wgpcap.c $(AN)/wgpcap.h | $(BUILD)
+	$(CC) $(HOST_CFLAGS) -o $@ $(filter %.c,$^) -lpcap -ljson-c
 
 $(BUILD)/matrix-report: $(AN)/matrix-report.c | $(BUILD)
 	$(CC) $(HOST_CFLAGS) -o $@ $(filter %.c,$^) -ljson-c
@@ -101,11 +108,26 @@ FUZZ_RUN = -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -print_final_stats=1
 $(BUILD)/fuzz-dump: $(AN)/fuzz-dump.c $(AN)/dump.c $(AN)/dump.h | $(BUILD)
 	clang $(FUZZ_CFLAGS) -o $@ $(filter %.c,$^)
 
+$(BUILD)/fuzz-wg-detect: $(AN)/fuzz-wg-detect.c $(AN)/wgpcap.c $(AN)/wgpcap.h | $(BUILD)
+	clang $(FUZZ_CFLAGS) -o $@ $(filter %.c,$^) -lpcap
+
+# Two seed captures for fuzz-wg-detect: the VM (port 51820) as initiator and
+# as responder, with a pre-fork data stream before each handshake.
+WG_SEEDS := import struct,sys; P=struct.pack; \
+	fr=lambda s,d,m: bytes(12)+P("!H",2048)+P("!BBHHHBBH4s4s",69,0,28+len(m),0,0,64,17,0,bytes([10,0,0,2]),bytes([10,0,0,1]))+P("!HHHH",s,d,8+len(m),0)+m; \
+	S=lambda m: fr(51820,51821,m); V=lambda m: fr(51821,51820,m); \
+	I=lambda s: P("<BxxxI",1,s)+bytes(140); R=lambda s,r: P("<BxxxII",2,s,r)+bytes(80); \
+	D=lambda r,c,n: P("<BxxxIQ",4,r,c)+bytes([n])*32; hb=fr(40000,9,bytes(8)); \
+	cap=lambda fs: P("<IHHiIII",0xa1b2c3d4,2,4,0,0,65536,1)+b"".join(P("<IIII",1,100*i,len(f),len(f))+f for i,f in enumerate(fs)); \
+	open(sys.argv[1]+"/seed-initiator.pcap","wb").write(cap([hb,S(D(7,100,1)),S(I(5)),V(R(9,5)),S(D(9,0,2)),V(D(3,0,3)),S(D(7,101,1))])); \
+	open(sys.argv[1]+"/seed-responder.pcap","wb").write(cap([hb,S(D(7,100,4)),V(I(6)),S(R(8,6)),S(D(6,0,5)),V(fr(1,2,bytes(3))),S(D(7,102,6))]))
+
 $(BUILD)/fuzz-read-line: qemu-scripts/fuzz-read-line.c qemu-scripts/unixsock.c qemu-scripts/unixsock.h | $(BUILD)
 	clang $(FUZZ_CFLAGS) -o $@ $(filter %.c,$^)
 
-fuzz: $(BUILD)/fuzz-dump $(BUILD)/fuzz-read-line
-	mkdir -p $(BUILD)/corpus/dump $(BUILD)/corpus/read-line $(BUILD)/crashes
+fuzz: $(BUILD)/fuzz-dump $(BUILD)/fuzz-read-line $(BUILD)/fuzz-wg-detect
+	mkdir -p $(BUILD)/corpus/dump $(BUILD)/corpus/read-line $(BUILD)/corpus/wg-detect $(BUILD)/crashes
+	python3 -c '$(WG_SEEDS)' $(BUILD)/corpus/wg-detect
 	printf 'R 0 0 00000000000000ff 123 0\nR 0 1 0000000000000001 456 1\n' >$(BUILD)/corpus/dump/seed-1cpu
 	printf 'R 0 0 ff 10 0\nR 1 0 a 20 1\nR 0 1 0 30 0\n' >$(BUILD)/corpus/dump/seed-2cpu
 	{ printf 'R %d 0 0 0 0\n' $$(seq 0 63); printf 'R 63 1 0 0 0\n'; } >$(BUILD)/corpus/dump/seed-64cpu
@@ -115,6 +137,7 @@ fuzz: $(BUILD)/fuzz-dump $(BUILD)/fuzz-read-line
 	printf '%65536s' full >$(BUILD)/corpus/read-line/seed-full-buffer
 	$(BUILD)/fuzz-dump $(FUZZ_RUN) -artifact_prefix=$(BUILD)/crashes/dump- $(BUILD)/corpus/dump
 	$(BUILD)/fuzz-read-line $(FUZZ_RUN) -artifact_prefix=$(BUILD)/crashes/read-line- $(BUILD)/corpus/read-line
+	$(BUILD)/fuzz-wg-detect $(FUZZ_RUN) -artifact_prefix=$(BUILD)/crashes/wg-detect- $(BUILD)/corpus/wg-detect
 
 # ---- tests ---------------------------------------------------------------------
 # TESTS="boot_vmgenid ..." runs a subset; KERNEL=/path/bzImage tests one kernel.
@@ -134,8 +157,12 @@ demo: deps
 
 # Benchmarks print measured figures and patched/stock ratios from one run.
 bench-rng: deps
-	@$(MAKE) --no-print-directory kernel kernel-stock guest tools
+	@$(MAKE) --no-print-directory kernel kernel-stock kernel-bench guest tools
 	@snapshot-tests/bench-rng.sh
+
+bench-wg: deps
+	@$(MAKE) --no-print-directory kernel kernel-stock guest tools
+	@snapshot-tests/bench-wg.sh
 
 clean:
 	rm -rf $(BUILD)

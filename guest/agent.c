@@ -24,6 +24,7 @@
 #include "genid.h"
 #include "recorder.h"
 #include "bench.h"
+#include "net.h"
 
 #define PORT_NAME "org.forksafe.agent"
 
@@ -236,6 +237,183 @@ static int cmd_bench(const char *args)
 	return 0;
 }
 
+/* "bench-u32": get_random_u32() calls per second over all vCPUs (bench kernels). */
+static int cmd_bench_u32(const char *args)
+{
+	uint64_t calls_per_s;
+	char err[256];
+	int threads;
+
+	(void)args;
+	if (bench_u32(&calls_per_s, &threads, err, sizeof(err))) {
+		reply("error=%s", err);
+		return -EINVAL;
+	}
+	reply("threads=%d", threads);
+	reply("calls_per_s=%llu", (unsigned long long)calls_per_s);
+	return 0;
+}
+
+/* "reseeds": crng reseeds since boot (bench kernels). */
+static int cmd_reseeds(const char *args)
+{
+	unsigned long long n;
+	FILE *f = fopen("/proc/sys/kernel/random/bench_reseeds", "r");
+	int ok;
+
+	(void)args;
+	if (!f) {
+		reply("error=kernel/random/bench_reseeds: %s (boot a *-bench kernel)", strerror(errno));
+		return -ENOENT;
+	}
+	ok = fscanf(f, "%llu", &n) == 1;
+	fclose(f);
+	if (!ok)
+		return -EIO;
+	reply("reseeds=%llu", n);
+	return 0;
+}
+
+/* ---- networking (guest/net.c) -------------------------------------------- */
+
+/* Runs a command; its output goes back as "out=" lines, its failure as err. */
+static int run(char *const argv[])
+{
+	char out[4096], *line, *save;
+	int rc = net_run(argv, out, sizeof(out));
+
+	for (line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+		reply("out=%s", line);
+	if (rc) {
+		reply("error=%s exited with %d", argv[0], rc);
+		return -EIO;
+	}
+	return 0;
+}
+
+/* "net-up ADDR/PREFIX": eth0 up with that address. */
+static int cmd_net_up(const char *args)
+{
+	char addr[64];
+
+	if (sscanf(args, "%63s", addr) != 1)
+		return -EINVAL;
+	if (run((char *[]){ "/bin/ip", "link", "set", "lo", "up", NULL }) ||
+	    run((char *[]){ "/bin/ip", "addr", "add", addr, "dev", "eth0", NULL }))
+		return -EIO;
+	return run((char *[]){ "/bin/ip", "link", "set", "eth0", "up", NULL });
+}
+
+/*
+ * "wg-up PRIVATE-KEY PORT ADDR/PREFIX PEER-KEY ENDPOINT|- ALLOWED-IPS":
+ * wg0 with one peer (keys in base64, as wg genkey/pubkey print them).
+ */
+static int cmd_wg_up(const char *args)
+{
+	char key[64], port[8], addr[64], peer[64], endpoint[64], allowed[64];
+	char *set[16] = { "/usr/bin/wg", "set", "wg0", "private-key", "/tmp/wg.key",
+			  "listen-port", port, "peer", peer, "allowed-ips", allowed };
+	FILE *f;
+
+	if (sscanf(args, "%63s %7s %63s %63s %63s %63s", key, port, addr, peer,
+		   endpoint, allowed) != 6)
+		return -EINVAL;
+	f = fopen("/tmp/wg.key", "w");
+	if (!f || fprintf(f, "%s\n", key) < 0 || fclose(f))
+		return -EIO;
+	if (strcmp(endpoint, "-")) {
+		set[11] = "endpoint";
+		set[12] = endpoint;
+	}
+	if (run((char *[]){ "/bin/ip", "link", "add", "wg0", "type", "wireguard", NULL }) ||
+	    run(set) ||
+	    run((char *[]){ "/bin/ip", "addr", "add", addr, "dev", "wg0", NULL }))
+		return -EIO;
+	return run((char *[]){ "/bin/ip", "link", "set", "wg0", "up", NULL });
+}
+
+/* "wg-show": the peer's latest handshake (unix time) and transfer counters. */
+static int cmd_wg_show(const char *args)
+{
+	char out[4096], *line, *save, *f[9], *fs;
+	int rc = net_run((char *[]){ "/usr/bin/wg", "show", "wg0", "dump", NULL }, out, sizeof(out));
+	int n;
+
+	(void)args;
+	if (rc) {
+		reply("error=wg show exited with %d: %s", rc, out);
+		return -EIO;
+	}
+	strtok_r(out, "\n", &save); /* the interface line */
+	line = strtok_r(NULL, "\n", &save);
+	if (!line) {
+		reply("error=wg0 has no peer");
+		return -ENOENT;
+	}
+	for (n = 0, fs = line; n < 9 && (f[n] = strsep(&fs, "\t")); n++)
+		;
+	if (n < 8)
+		return -EIO;
+	reply("endpoint=%s", f[2]);
+	reply("latest_handshake=%s", f[4]);
+	reply("rx_bytes=%s", f[5]);
+	reply("tx_bytes=%s", f[6]);
+	return 0;
+}
+
+/* "stream start NAME DST PORT INTERVAL-US" | "stream stop|stat NAME" */
+static int cmd_stream(const char *args)
+{
+	char op[8], name[32], dst[64], err[256];
+	unsigned int port, interval;
+	uint64_t sent, errors;
+	int rc;
+
+	if (sscanf(args, "%7s %31s", op, name) != 2)
+		return -EINVAL;
+	if (!strcmp(op, "start")) {
+		if (sscanf(args, "%*s %*s %63s %u %u", dst, &port, &interval) != 3)
+			return -EINVAL;
+		rc = stream_start(name, dst, port, interval, err, sizeof(err));
+		if (rc)
+			reply("error=%s", err);
+		return rc;
+	}
+	if (!strcmp(op, "stop"))
+		return stream_stop(name);
+	if (strcmp(op, "stat"))
+		return -EINVAL;
+	rc = stream_stat(name, &sent, &errors);
+	if (rc)
+		return rc;
+	reply("sent=%llu", (unsigned long long)sent);
+	reply("errors=%llu", (unsigned long long)errors);
+	return 0;
+}
+
+/* "sink start PORT" | "sink stat" */
+static int cmd_sink(const char *args)
+{
+	uint64_t received, max_seq, last_seq;
+	unsigned int port;
+	char err[256];
+	int rc;
+
+	if (sscanf(args, "start %u", &port) == 1) {
+		rc = sink_start(port, err, sizeof(err));
+		if (rc)
+			reply("error=%s", err);
+		return rc;
+	}
+	if (strcmp(args, "stat"))
+		return -EINVAL;
+	sink_stat(&received, &max_seq, &last_seq);
+	reply("received=%llu", (unsigned long long)received);
+	reply("max_seq=%llu", (unsigned long long)max_seq);
+	reply("last_seq=%llu", (unsigned long long)last_seq);
+	return 0;
+}
+
 static int quit;
 
 static int cmd_poweroff(const char *args)
@@ -254,6 +432,13 @@ static const struct command {
 	{ "reseed", cmd_reseed },
 	{ "record", cmd_record },
 	{ "bench", cmd_bench },
+	{ "bench-u32", cmd_bench_u32 },
+	{ "reseeds", cmd_reseeds },
+	{ "net-up", cmd_net_up },
+	{ "wg-up", cmd_wg_up },
+	{ "wg-show", cmd_wg_show },
+	{ "stream", cmd_stream },
+	{ "sink", cmd_sink },
 	{ "poweroff", cmd_poweroff },
 };
 

@@ -19,6 +19,7 @@ AGENT_PORT=org.forksafe.agent
 
 RUN_DIR=$(mktemp -d /tmp/forksafe.XXXXXX)
 declare -A GUEST_PID=()
+SWITCH_PIDS=()
 CLEANUP_HOOKS=() # run first on exit (libvirt.sh stops its daemons there)
 
 die() { echo "$*" >&2; exit 1; }
@@ -41,6 +42,8 @@ qemu_cleanup() {
 	for hook in "${CLEANUP_HOOKS[@]}"; do "$hook"; done
 	for name in "${!GUEST_PID[@]}"; do stop_pid "${GUEST_PID[$name]}"; done
 	GUEST_PID=()
+	for name in "${SWITCH_PIDS[@]}"; do stop_pid "$name"; done
+	SWITCH_PIDS=()
 	if [ -n "${KEEP_RUN_DIR:-}" ]; then
 		echo "# kept $RUN_DIR" >&2
 	else
@@ -64,6 +67,7 @@ qemu_require() {
 # qemu_args DIR KERNEL ACCEL [options], result in QEMU_ARGS.
 #   --smp N  --guid GUID|auto  --no-vmgenid  --role ROLE  --append "K=V ..."
 #   --disk FILE (qcow2 for savevm)  --loadvm TAG  --incoming URI  --extra ARG
+#   --net SWITCH,MAC (virtio-net on a switch_start switch)  --pcap FILE (its traffic)
 qemu_args() {
 	local dir=$1 kernel=$2 accel=$3 smp=1 guid=auto role=agent append="" vmgenid=1
 	local -a extra=()
@@ -79,6 +83,11 @@ qemu_args() {
 		--loadvm) extra+=(-loadvm "$2"); shift ;;
 		--incoming) extra+=(-incoming "$2"); shift ;;
 		--extra) extra+=("$2"); shift ;;
+		--net)
+			extra+=(-netdev "vde,id=net0,sock=${2%,*}" -device "virtio-net-pci,netdev=net0,mac=${2##*,}")
+			shift
+			;;
+		--pcap) extra+=(-object "filter-dump,id=dump0,netdev=net0,file=$2"); shift ;;
 		*) die "qemu: unknown guest option '$1'" ;;
 		esac
 		shift
@@ -98,6 +107,23 @@ qemu_args() {
 		QEMU_ARGS+=(-device "vmgenid,id=vmgenid0,guid=$guid")
 	fi
 	QEMU_ARGS+=("${extra[@]}")
+}
+
+# ---- the network --------------------------------------------------------------
+# switch_start NAME: a user-space Ethernet switch (vde2, no privileges) for
+# guests started with --net; sets SWITCH_DIR, the directory --net wants.
+switch_start() {
+	local dir=$RUN_DIR/$1.switch i
+	command -v vde_switch >/dev/null || die "qemu: vde_switch not found: run 'make deps' (package vde2)"
+	vde_switch --daemon --sock "$dir" --pidfile "$dir.pid" >"$dir.out" 2>&1 ||
+		die "qemu: vde_switch failed: $(head -n 1 "$dir.out")"
+	for ((i = 0; i < 50; i++)); do
+		[ -s "$dir.pid" ] && [ -S "$dir/ctl" ] && break
+		sleep 0.1
+	done
+	[ -s "$dir.pid" ] || die "qemu: vde_switch wrote no pid file"
+	SWITCH_PIDS+=("$(cat "$dir.pid")")
+	SWITCH_DIR=$dir
 }
 
 # ---- the accelerator ----------------------------------------------------------

@@ -27,6 +27,8 @@ snap_known() {
 # Does a clone of METHOD run in the original's QEMU process?
 snap_inproc() { [ "$1" = loadvm-inproc ]; }
 
+# Methods that restore into a new QEMU process of ours, which takes guest options.
+snap_newproc() { case "$1" in qcow2-newproc | migrate-file) return 0 ;; esac; return 1; }
 snap_libvirt() { case "$1" in libvirt-*) return 0 ;; esac; return 1; }
 
 # snap_clone_name METHOD ORIG CLONE: the guest name a clone answers under.
@@ -37,16 +39,18 @@ snap_clone_name() {
 # snap_boot METHOD NAME KERNEL VCPUS DIR: the original, agent answering.
 snap_boot() {
 	local method=$1 name=$2 kernel=$3 vcpus=$4 dir=$5
+	shift 5
 	case "$method" in
 	qcow2-newproc | loadvm-inproc)
 		# savevm needs a qcow2 to hold the VM state; no device uses it.
 		qemu-img create -q -f qcow2 -o cluster_size=2M "$dir/vmstate.qcow2" 16M
-		guest_boot "$name" "$kernel" --smp "$vcpus" --disk "$dir/vmstate.qcow2"
+		guest_boot "$name" "$kernel" --smp "$vcpus" --disk "$dir/vmstate.qcow2" "$@"
 		;;
 	migrate-file)
-		guest_boot "$name" "$kernel" --smp "$vcpus"
+		guest_boot "$name" "$kernel" --smp "$vcpus" "$@"
 		;;
 	libvirt-*)
+		[ $# = 0 ] || { echo "qemu: $method takes no extra guest options ($*)" >&2; return 1; }
 		qemu-img create -q -f qcow2 -o cluster_size=2M "$dir/vmstate.qcow2" 16M
 		libvirt_boot "$name" "$kernel" "$vcpus" "$dir/vmstate.qcow2"
 		;;
@@ -126,16 +130,21 @@ snap_save() {
 # running.  GUID is the original's (the negative control) or "auto".
 snap_restore() {
 	local method=$1 orig=$2 dir=$3 clone=$4 kernel=$5 vcpus=$6 guid=$7 dom xml
+	shift 7
 	dom=$(libvirt_dom "$orig")
+	if [ $# -gt 0 ] && ! snap_newproc "$method"; then
+		echo "qemu: $method takes no extra guest options ($*)" >&2
+		return 1
+	fi
 	case "$method" in
 	qcow2-newproc)
 		guest_start "$clone" "$kernel" --smp "$vcpus" --guid "$guid" \
-			--disk "$dir/vmstate.qcow2" --loadvm fork
+			--disk "$dir/vmstate.qcow2" --loadvm fork "$@"
 		;;
 	migrate-file)
 		[ -s "$dir/vmstate.mig" ] || { echo "qemu: no migration stream in $dir" >&2; return 1; }
 		guest_start "$clone" "$kernel" --smp "$vcpus" --guid "$guid" \
-			--incoming "exec:cat $dir/vmstate.mig" || return 1
+			--incoming "exec:cat $dir/vmstate.mig" "$@" || return 1
 		# The original was stopped before it migrated, so the clone stays
 		# paused after loading, like the original: resume it.
 		snap_wait_status "$clone" inmigrate || return 1

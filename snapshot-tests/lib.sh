@@ -180,4 +180,134 @@ fork_collect() {
 	tail -c +"$((from + 1))" "$(guest_dir "$name")/console.log" >"$base.console"
 }
 
+# ---- the WireGuard fork measurement -------------------------------------------
+# A peer and a VM, joined by WireGuard over a user-space switch, are
+# snapshotted together; each clone of the VM is restored next to a restore
+# of the peer, so that every clone meets the peer as it was at the
+# snapshot (a peer that had already seen one clone would reject the next
+# one's first handshake as a replay: the clones' clocks all restart at the
+# snapshot).  The peer keeps its GUID and sees no fork.  The VM's wire
+# traffic is captured and read by wg-detect.
+WG_WINDOW_S=${WG_WINDOW_S:-6}
+WG_STREAM_US=${WG_STREAM_US:-10000} # through the tunnel: 100 datagrams/s
+WG_BEAT_US=5000                      # on the wire: marks the resume in the capture
+WG_PEER_PORT=51001 WG_VM_PORT=51002 WG_SINK_PORT=7000
+WG_PEER_GUID=6f726b73-6166-6500-0000-00000000beef
+WG_VM_GUID=6f726b73-6166-6500-0000-0000000000fe
+
+# wg_run KERNEL_NAME KERNEL TRAFFIC CLONES OUT.json
+# TRAFFIC "stream" keeps the VM sending through the tunnel across the
+# snapshot; "idle" lets the tunnel fall silent after its handshake.
+# Restores CLONES clones with a fresh GUID and, as the negative control,
+# WG_CONTROLS (default CLONES, at least 2) with the original GUID (always
+# streaming, or nothing could be reused).  OUT.json: {"kernel", "traffic", "fresh", "control"}, the last
+# two wg-detect's reports with each clone's "delivered" datagrams added,
+# or {"error"}.  Returns 1 on error.
+wg_run() {
+	local kname=$1 kernel=$2 traffic=$3 nclones=$4 out=$5 dir err rc=0
+	dir=$RUN_DIR/wg-$kname-$traffic
+	mkdir -p "$dir/peer" "$dir/vm"
+	wg_measure "$@" "$dir" 2>"$dir/errors" || rc=$?
+	if [ "$rc" != 0 ]; then
+		err=$(tail -n 1 "$dir/errors" | tr -cd '[:print:]' | sed 's/["\]//g')
+		fork_progress "wg $kname $traffic: error: ${err:-failed}"
+		printf '{"kernel":"%s","traffic":"%s","error":"%s"}\n' "$kname" "$traffic" "${err:-failed}" >"$out"
+		for n in "${!GUEST_PID[@]}"; do guest_quit "$n"; done
+		return 1
+	fi
+	jq -c --arg k "$kname" --arg t "$traffic" \
+		'{kernel: $k, traffic: $t, fresh: .[0], control: .[1]}' \
+		-s "$dir/fresh.json" "$dir/control.json" >"$out"
+}
+
+# The VM's side of the tunnel (the peer's mirrors it).
+wg_setup() {
+	local name=$1 addr=$2 tun=$3 key=$4 port=$5 peerkey=$6 endpoint=$7 allowed=$8
+	guest_call "$name" net-up "$addr" >/dev/null &&
+		guest_call "$name" wg-up "$key" "$port" "$tun" "$peerkey" "$endpoint" "$allowed" >/dev/null
+}
+
+# wg_snapshot KERNEL_NAME KERNEL TRAFFIC DIR: boot the peer and the VM,
+# bring the tunnel up and snapshot both into DIR/peer and DIR/vm.  Sets
+# WG_NETS, the --net options of the peer and the VM.
+wg_snapshot() {
+	local kname=$1 kernel=$2 traffic=$3 dir=$4 tag="wg $1 $3" pkey vkey i hs
+	pkey=$(wg genkey) vkey=$(wg genkey)
+	switch_start "${dir##*/}"
+	WG_NETS=(--net "$SWITCH_DIR,52:54:00:f0:00:01" --net "$SWITCH_DIR,52:54:00:f0:00:02")
+	fork_progress "$tag: booting the peer and the VM"
+	snap_boot migrate-file peer "$kernel" 1 "$dir/peer" --guid "$WG_PEER_GUID" "${WG_NETS[@]:0:2}" || return 1
+	snap_boot migrate-file vm "$kernel" 1 "$dir/vm" --guid "$WG_VM_GUID" "${WG_NETS[@]:2:2}" || return 1
+	wg_setup peer 10.9.0.1/24 10.10.0.1/24 "$pkey" "$WG_PEER_PORT" "$(wg pubkey <<<"$vkey")" - 10.10.0.2/32 || return 1
+	wg_setup vm 10.9.0.2/24 10.10.0.2/24 "$vkey" "$WG_VM_PORT" "$(wg pubkey <<<"$pkey")" \
+		"10.9.0.1:$WG_PEER_PORT" 10.10.0.1/32 || return 1
+	guest_call peer sink start "$WG_SINK_PORT" >/dev/null || return 1
+	guest_call vm stream start beat 10.9.0.1 9 "$WG_BEAT_US" >/dev/null || return 1
+	guest_call vm stream start data 10.10.0.1 "$WG_SINK_PORT" "$WG_STREAM_US" >/dev/null || return 1
+	for ((i = 0; i < 100; i++)); do
+		hs=$(guest_call vm wg-show | t_field latest_handshake)
+		[ "${hs:-0}" != 0 ] && break
+		sleep 0.2
+	done
+	[ "${hs:-0}" != 0 ] || { echo "the tunnel did not come up: no handshake in 20 s" >&2; return 1; }
+	sleep 2
+	[ "$(guest_call peer sink stat | t_field received)" -gt 0 ] ||
+		{ echo "nothing came through the tunnel" >&2; return 1; }
+	[ "$traffic" = idle ] && guest_call vm stream stop data >/dev/null
+	sleep 1
+	# Nothing from before the snapshot may hide what the fork changes.
+	guest_call vm reseed >/dev/null || return 1
+	fork_progress "$tag: snapshot"
+	snap_save migrate-file vm "$dir/vm" || return 1
+	snap_save migrate-file peer "$dir/peer"
+}
+
+wg_measure() {
+	local kname=$1 kernel=$2 traffic=$3 nclones=$4 dir=$6 tag="wg $1 $3" i set clone base
+	wg_snapshot "$kname" "$kernel" "$traffic" "$dir" || return 1
+	for set in fresh control; do
+		[ "$set" = control ] && nclones=${WG_CONTROLS:-$nclones}
+		for ((i = 1; i <= nclones; i++)); do
+			clone=$set$i
+			fork_progress "$tag: restoring $clone"
+			wg_restore_pair "$kname" "$kernel" "$traffic" "$set" "$clone" "$dir" || return 1
+		done
+		base=$(printf "$dir/$set%d.pcap " $(seq 1 "$nclones"))
+		# shellcheck disable=SC2086 # one word per capture
+		"$BUILD/wg-detect" -p "$WG_VM_PORT" -m 9 -j "$dir/$set.detect.json" $base >"$dir/$set.txt" || return 1
+		jq -c --slurpfile d <(for ((i = 1; i <= nclones; i++)); do cat "$dir/$set$i.delivered"; done | jq -s .) \
+			'.clones |= [range(0; length) as $i | .[$i] + {delivered: $d[0][$i]}]' \
+			"$dir/$set.detect.json" >"$dir/$set.json"
+	done
+}
+
+# wg_restore KERNEL DIR NAME GUID VM-NET...: one clone of the VM, its
+# wire captured in DIR/NAME.pcap.
+wg_restore() {
+	local kernel=$1 dir=$2 name=$3 guid=$4
+	shift 4
+	snap_restore migrate-file vm "$dir/vm" "$name" "$kernel" 1 "$guid" "$@" --pcap "$dir/$name.pcap"
+}
+
+# wg_restore_pair KERNEL_NAME KERNEL TRAFFIC SET CLONE DIR: a clone next to
+# a restore of the peer, for WG_WINDOW_S; DIR/CLONE.delivered counts what
+# reached the peer's sink meanwhile.
+wg_restore_pair() {
+	local kname=$1 kernel=$2 traffic=$3 set=$4 clone=$5 dir=$6 before after guid=auto
+	[ "$set" = control ] && guid=$WG_VM_GUID
+	snap_restore migrate-file peer "$dir/peer" "peer-$clone" "$kernel" 1 "$WG_PEER_GUID" \
+		"${WG_NETS[@]:0:2}" || return 1
+	before=$(guest_call "peer-$clone" sink stat | t_field received)
+	wg_restore "$kernel" "$dir" "$clone" "$guid" "${WG_NETS[@]:2:2}" || return 1
+	# A control streams even in the idle case: reuse needs traffic.
+	if [ "$traffic" = idle ] && [ "$set" = control ]; then
+		guest_call "$clone" stream start data 10.10.0.1 "$WG_SINK_PORT" "$WG_STREAM_US" >/dev/null || return 1
+	fi
+	sleep "$WG_WINDOW_S"
+	after=$(guest_call "peer-$clone" sink stat | t_field received) || return 1
+	echo "$((after - before))" >"$dir/$clone.delivered"
+	guest_quit "$clone"
+	guest_quit "peer-$clone"
+}
+
 qemu_require

@@ -1,0 +1,246 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Networking for the WireGuard scenarios (docs/protocol.md lists the agent
+ * commands on top of this).
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <netinet/in.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include "net.h"
+
+/* ---- running ip and wg -------------------------------------------------- */
+
+int net_run(char *const argv[], char *out, size_t outlen)
+{
+	int pipefd[2], status;
+	char scratch[256];
+	size_t len = 0;
+	ssize_t n;
+	pid_t pid;
+
+	if (pipe(pipefd))
+		return -errno;
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (!pid) {
+		dup2(pipefd[1], 1);
+		dup2(pipefd[1], 2);
+		close(pipefd[0]);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	close(pipefd[1]);
+	while (len < outlen - 1 && (n = read(pipefd[0], out + len, outlen - len - 1)) > 0)
+		len += n;
+	out[len] = '\0';
+	while (read(pipefd[0], scratch, sizeof(scratch)) > 0)
+		; /* the rest, so that the child never blocks on a full pipe */
+	close(pipefd[0]);
+	if (waitpid(pid, &status, 0) < 0)
+		return -errno;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+/* ---- streams -------------------------------------------------------------- */
+
+#define MAX_STREAMS 4
+
+struct datagram {
+	uint64_t seq;
+	uint64_t mono_ns;
+	unsigned char random[16];
+};
+
+struct stream {
+	char name[16];
+	pthread_t tid;
+	int fd;
+	struct sockaddr_in dst;
+	unsigned int interval_us;
+	atomic_int running;
+	atomic_uint_least64_t sent, errors;
+};
+
+static struct stream streams[MAX_STREAMS];
+
+static uint64_t now_ns(clockid_t clock)
+{
+	struct timespec ts;
+
+	clock_gettime(clock, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+static void *stream_loop(void *arg)
+{
+	struct stream *s = arg;
+	struct datagram d = { 0 };
+	struct timespec next;
+
+	clock_gettime(CLOCK_MONOTONIC, &next);
+	while (atomic_load(&s->running)) {
+		d.mono_ns = now_ns(CLOCK_MONOTONIC);
+		if (getrandom(d.random, sizeof(d.random), 0) != sizeof(d.random))
+			memset(d.random, 0, sizeof(d.random));
+		if (sendto(s->fd, &d, sizeof(d), 0, (struct sockaddr *)&s->dst, sizeof(s->dst)) < 0)
+			atomic_fetch_add(&s->errors, 1);
+		else
+			atomic_fetch_add(&s->sent, 1);
+		d.seq++;
+		next.tv_nsec += (long)s->interval_us * 1000;
+		while (next.tv_nsec >= 1000000000L) {
+			next.tv_nsec -= 1000000000L;
+			next.tv_sec++;
+		}
+		/* A long pause (a snapshot) must not turn into a burst. */
+		if (now_ns(CLOCK_MONOTONIC) > (uint64_t)next.tv_sec * 1000000000ull + next.tv_nsec + 100000000ull)
+			clock_gettime(CLOCK_MONOTONIC, &next);
+		clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL);
+	}
+	return NULL;
+}
+
+static struct stream *stream_find(const char *name)
+{
+	int i;
+
+	for (i = 0; i < MAX_STREAMS; i++)
+		if (streams[i].name[0] && !strcmp(streams[i].name, name))
+			return &streams[i];
+	return NULL;
+}
+
+int stream_start(const char *name, const char *dst, unsigned int port,
+		 unsigned int interval_us, char *err, size_t errlen)
+{
+	struct stream *s = NULL;
+	int i;
+
+	if (strlen(name) >= sizeof(s->name) || stream_find(name)) {
+		snprintf(err, errlen, "stream name '%s' too long or in use", name);
+		return -EINVAL;
+	}
+	if (!port || port > 65535 || interval_us < 100 || interval_us > 10000000) {
+		snprintf(err, errlen, "port 1..65535, interval 100..10000000 us");
+		return -EINVAL;
+	}
+	for (i = 0; i < MAX_STREAMS && !s; i++)
+		if (!streams[i].name[0])
+			s = &streams[i];
+	if (!s) {
+		snprintf(err, errlen, "at most %d streams", MAX_STREAMS);
+		return -ENOSPC;
+	}
+	memset(s, 0, sizeof(*s));
+	s->dst.sin_family = AF_INET;
+	s->dst.sin_port = htons(port);
+	if (inet_pton(AF_INET, dst, &s->dst.sin_addr) != 1) {
+		snprintf(err, errlen, "bad IPv4 address '%s'", dst);
+		return -EINVAL;
+	}
+	s->fd = socket(AF_INET, SOCK_DGRAM, 0);
+	if (s->fd < 0) {
+		snprintf(err, errlen, "socket: %s", strerror(errno));
+		return -errno;
+	}
+	s->interval_us = interval_us;
+	atomic_store(&s->running, 1);
+	if (pthread_create(&s->tid, NULL, stream_loop, s)) {
+		close(s->fd);
+		snprintf(err, errlen, "pthread_create failed");
+		return -EAGAIN;
+	}
+	snprintf(s->name, sizeof(s->name), "%s", name);
+	return 0;
+}
+
+int stream_stop(const char *name)
+{
+	struct stream *s = stream_find(name);
+
+	if (!s)
+		return -ENOENT;
+	atomic_store(&s->running, 0);
+	pthread_join(s->tid, NULL);
+	close(s->fd);
+	s->name[0] = '\0';
+	return 0;
+}
+
+int stream_stat(const char *name, uint64_t *sent, uint64_t *errors)
+{
+	struct stream *s = stream_find(name);
+
+	if (!s)
+		return -ENOENT;
+	*sent = atomic_load(&s->sent);
+	*errors = atomic_load(&s->errors);
+	return 0;
+}
+
+/* ---- the sink ----------------------------------------------------------- */
+
+static struct {
+	int fd;
+	pthread_t tid;
+	atomic_uint_least64_t received, max_seq, last_seq;
+} sink = { .fd = -1 };
+
+static void *sink_loop(void *arg)
+{
+	struct datagram d;
+	uint64_t max;
+
+	(void)arg;
+	for (;;) {
+		if (recv(sink.fd, &d, sizeof(d), 0) != sizeof(d))
+			continue;
+		atomic_fetch_add(&sink.received, 1);
+		atomic_store(&sink.last_seq, d.seq);
+		max = atomic_load(&sink.max_seq);
+		if (d.seq > max)
+			atomic_store(&sink.max_seq, d.seq);
+	}
+	return NULL;
+}
+
+int sink_start(unsigned int port, char *err, size_t errlen)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port) };
+
+	if (sink.fd >= 0) {
+		snprintf(err, errlen, "the sink is already running");
+		return -EBUSY;
+	}
+	sink.fd = socket(AF_INET, SOCK_DGRAM, 0);
+	if (sink.fd < 0 || bind(sink.fd, (struct sockaddr *)&a, sizeof(a))) {
+		snprintf(err, errlen, "udp port %u: %s", port, strerror(errno));
+		if (sink.fd >= 0)
+			close(sink.fd);
+		sink.fd = -1;
+		return -EINVAL;
+	}
+	if (pthread_create(&sink.tid, NULL, sink_loop, NULL)) {
+		snprintf(err, errlen, "pthread_create failed");
+		return -EAGAIN;
+	}
+	return 0;
+}
+
+void sink_stat(uint64_t *received, uint64_t *max_seq, uint64_t *last_seq)
+{
+	*received = atomic_load(&sink.received);
+	*max_seq = atomic_load(&sink.max_seq);
+	*last_seq = atomic_load(&sink.last_seq);
+}

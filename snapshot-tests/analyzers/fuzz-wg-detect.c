@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * libFuzzer target for wg-detect's parser: a capture is written by QEMU from
+ * what a guest sent, so the host must survive any bytes in it.  The input
+ * goes through wg_capture_load() as a whole pcap file, exactly as the tool
+ * reads one, twice: once with each end of the seeds' tunnel as the VM, so
+ * that the cross-clone comparison sees two clones with different keys.  It
+ * also goes through wg_capture_frame() as one bare Ethernet frame, so the
+ * frame parser is reached without a valid file around it.  Beyond the
+ * sanitizers' checks, every frame must land in exactly one counter, a
+ * failed load must say why, and comparing a clone with itself must find
+ * each key exactly once.
+ */
+#define _GNU_SOURCE
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "wgpcap.h"
+
+/* The seeds' tunnel: the VM on PORT, its peer on PORT + 1. */
+#define PORT 51820
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static uint64_t sum(const uint64_t *n)
+{
+	uint64_t s = 0;
+	int t;
+
+	for (t = 0; t < WG_NTYPES; t++)
+		s += n[t];
+	return s;
+}
+
+static void check_counts(const struct wg_capture *c)
+{
+	if (c->malformed + c->not_udp + c->fragments + c->other + sum(c->sent) + sum(c->received) != c->frames)
+		abort();
+	if (c->sent[0] || c->received[0])
+		abort();
+	if (c->data_sent != c->sent[WG_DATA] || c->data_sent != c->ndata ||
+	    c->data_received != c->received[WG_DATA] || c->prefork_packets > c->data_sent)
+		abort();
+	if ((c->prefork_packets == 0) != (c->prefork_last_us == -1))
+		abort();
+	if ((c->prefork_packets == c->data_sent) != (c->first_new_data_us == -1))
+		abort();
+	if (c->first_new_data_us != -1 && c->handshake_us == -1)
+		abort();
+	if ((c->first_initiation_us == -1) != (c->sent[WG_INITIATION] == 0))
+		abort();
+}
+
+/* Compared with itself, a clone's every key is a pair: identical or not. */
+static void check_self(struct wg_capture *c)
+{
+	struct wg_capture *two[2] = { c, c };
+	uint64_t reuse, identical, keys = 0;
+	size_t i;
+
+	wg_compare(two, 2, &reuse, &identical);
+	for (i = 0; i < c->ndata; i++)
+		keys += !i || c->data[i].receiver != c->data[i - 1].receiver ||
+			c->data[i].counter != c->data[i - 1].counter;
+	if (reuse + identical != keys || reuse != c->self_reuse || c->reused > c->ndata)
+		abort();
+}
+
+static void check_failed(const struct wg_capture *c)
+{
+	if (!c->error[0] || !memchr(c->error, '\0', sizeof(c->error)) || strchr(c->error, '\n'))
+		abort();
+}
+
+static void fuzz_file(const uint8_t *data, size_t size, struct wg_capture *c, uint16_t port)
+{
+	FILE *f;
+
+	wg_capture_init(c, port, 0);
+	if (!size)
+		return;
+	f = fmemopen((void *)data, size, "rb");
+	if (!f)
+		return;
+	if (wg_capture_load(c, f, "fuzz")) {
+		check_failed(c);
+		return;
+	}
+	if (!c->frames)
+		abort();
+	check_counts(c);
+	check_self(c);
+}
+
+static void fuzz_frame(const uint8_t *data, size_t size, struct wg_capture *c)
+{
+	wg_capture_init(c, PORT, 9);
+	if (wg_capture_frame(c, 0, data, size))
+		check_failed(c);
+	else
+		check_counts(c);
+}
+
+/* Clones A and B as a pair, then with a third that sent nothing. */
+static void check_pairs(struct wg_capture *a, struct wg_capture *b, struct wg_capture *none)
+{
+	struct wg_capture *three[3] = { a, b, none };
+	uint64_t reuse, identical, reuse3, identical3;
+
+	wg_compare(three, 2, &reuse, &identical);
+	if (reuse + identical > a->ndata || reuse + identical > b->ndata)
+		abort();
+	if ((reuse == 0) != (a->reused == 0) || (reuse == 0) != (b->reused == 0))
+		abort();
+	wg_compare(three, 3, &reuse3, &identical3);
+	if (reuse3 != reuse || identical3 != identical)
+		abort();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static struct wg_capture vm, peer, frame, none;
+
+	fuzz_file(data, size, &vm, PORT);
+	fuzz_file(data, size, &peer, PORT + 1);
+	fuzz_frame(data, size, &frame);
+	wg_capture_init(&none, PORT, 0);
+	check_pairs(&vm, &peer, &none);
+	check_pairs(&frame, &vm, &none);
+
+	wg_capture_free(&vm);
+	wg_capture_free(&peer);
+	wg_capture_free(&frame);
+	wg_capture_free(&none);
+	return 0;
+}

@@ -1,0 +1,625 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * WireGuard in a QEMU filter-dump capture of one restored clone: the frame
+ * parser and what the clone did after the restore.  Every byte of a capture
+ * comes from a guest, so every length is checked against the bytes really
+ * captured and multi-byte fields are assembled byte by byte.
+ */
+#define _GNU_SOURCE
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <pcap/pcap.h>
+#include "wgpcap.h"
+
+/* ---- frames --------------------------------------------------------------- */
+
+#define ETH_HLEN 14
+#define ETHERTYPE_IPV4 0x0800
+#define IP_MIN_HLEN 20
+#define IP_MF 0x2000
+#define IP_OFFMASK 0x1fff
+#define PROTO_UDP 17
+#define UDP_HLEN 8
+
+#define WG_INITIATION_LEN 148
+#define WG_RESPONSE_LEN 92
+#define WG_COOKIE_LEN 64
+#define WG_DATA_HLEN 16
+#define WG_DATA_MIN_LEN 32
+#define WG_TAG_LEN 16
+#define WG_KEY_LEN 32
+
+static uint16_t be16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+static uint32_t le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static uint64_t le64(const uint8_t *p)
+{
+	return le32(p) | (uint64_t)le32(p + 4) << 32;
+}
+
+/*
+ * The UDP payload of an Ethernet II / IPv4 / UDP frame, or the class of
+ * frame it is not.  The IP total length, not the frame, bounds the packet:
+ * short frames are padded to 60 bytes on the wire.
+ */
+static int udp_payload(const uint8_t *f, size_t len, const uint8_t **pl, size_t *plen,
+		       uint16_t *sport, uint16_t *dport)
+{
+	const uint8_t *ip, *udp;
+	size_t ihl, tot, ulen;
+
+	if (len < ETH_HLEN)
+		return WGF_MALFORMED;
+	if (be16(f + 12) != ETHERTYPE_IPV4)
+		return WGF_NOT_UDP;
+	ip = f + ETH_HLEN;
+	len -= ETH_HLEN;
+	if (len < IP_MIN_HLEN || ip[0] >> 4 != 4)
+		return WGF_MALFORMED;
+	ihl = (size_t)(ip[0] & 0xf) * 4;
+	tot = be16(ip + 2);
+	if (ihl < IP_MIN_HLEN || tot < ihl || tot > len)
+		return WGF_MALFORMED;
+	if (be16(ip + 6) & (IP_MF | IP_OFFMASK))
+		return WGF_FRAGMENT;
+	if (ip[9] != PROTO_UDP)
+		return WGF_NOT_UDP;
+	udp = ip + ihl;
+	tot -= ihl;
+	if (tot < UDP_HLEN)
+		return WGF_MALFORMED;
+	ulen = be16(udp + 4);
+	if (ulen < UDP_HLEN || ulen > tot)
+		return WGF_MALFORMED;
+	*sport = be16(udp);
+	*dport = be16(udp + 2);
+	*pl = udp + UDP_HLEN;
+	*plen = ulen - UDP_HLEN;
+	return WGF_OTHER;
+}
+
+/* FNV-1a: only ever compared between messages with the same key, or keys. */
+static uint64_t payload_hash(const uint8_t *p, size_t len)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	while (len--) {
+		h ^= *p++;
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+/* A WireGuard message is told by its header and its exact size alone. */
+static int wg_message(const uint8_t *p, size_t len, struct wg_msg *m)
+{
+	memset(m, 0, sizeof(*m));
+	if (len < 4 || p[1] || p[2] || p[3])
+		return -1;
+	m->type = p[0];
+	switch (m->type) {
+	case WG_INITIATION:
+		if (len != WG_INITIATION_LEN)
+			return -1;
+		m->sender = le32(p + 4);
+		m->ephemeral = payload_hash(p + 8, WG_KEY_LEN);
+		return 0;
+	case WG_RESPONSE:
+		if (len != WG_RESPONSE_LEN)
+			return -1;
+		m->sender = le32(p + 4);
+		m->receiver = le32(p + 8);
+		m->ephemeral = payload_hash(p + 12, WG_KEY_LEN);
+		return 0;
+	case WG_COOKIE:
+		if (len != WG_COOKIE_LEN)
+			return -1;
+		m->receiver = le32(p + 4);
+		return 0;
+	case WG_DATA:
+		if (len < WG_DATA_MIN_LEN || (len - WG_DATA_HLEN) % 16)
+			return -1;
+		m->receiver = le32(p + 4);
+		m->counter = le64(p + 8);
+		m->payload = p + WG_DATA_HLEN;
+		m->payload_len = len - WG_DATA_HLEN;
+		return 0;
+	}
+	return -1;
+}
+
+/* The UDP destination port of a frame, or -1. */
+static int udp_dport(const uint8_t *frame, size_t len)
+{
+	const uint8_t *pl;
+	uint16_t sport, dport;
+	size_t plen;
+
+	if (udp_payload(frame, len, &pl, &plen, &sport, &dport) != WGF_OTHER)
+		return -1;
+	return dport;
+}
+
+int wg_classify(const uint8_t *frame, size_t len, uint16_t port, struct wg_msg *m)
+{
+	const uint8_t *pl = NULL;
+	uint16_t sport = 0, dport = 0;
+	size_t plen = 0;
+	int class;
+
+	memset(m, 0, sizeof(*m));
+	class = udp_payload(frame, len, &pl, &plen, &sport, &dport);
+	if (class != WGF_OTHER || (sport != port && dport != port))
+		return class;
+	if (wg_message(pl, plen, m))
+		return WGF_OTHER;
+	if (sport == port && dport == port)
+		return WGF_AMBIGUOUS;
+	return sport == port ? WGF_SENT : WGF_RECEIVED;
+}
+
+/* ---- index sets ------------------------------------------------------------ */
+
+/*
+ * Open addressing over a power-of-two table kept at most half full.  The
+ * indices are random in real traffic, but a capture could hold any, so the
+ * slot is a multiplicative hash rather than the low bits.
+ */
+#define SET_USED (1ULL << 32)
+
+static size_t set_slot(const struct wg_set *s, uint32_t key)
+{
+	return (size_t)((key * 0x9e3779b97f4a7c15ULL) >> 29) & s->mask;
+}
+
+static int set_has(const struct wg_set *s, uint32_t key)
+{
+	size_t i;
+
+	if (!s->slot)
+		return 0;
+	for (i = set_slot(s, key); s->slot[i]; i = (i + 1) & s->mask)
+		if (s->slot[i] == (key | SET_USED))
+			return 1;
+	return 0;
+}
+
+static void set_put(struct wg_set *s, uint32_t key)
+{
+	size_t i;
+
+	for (i = set_slot(s, key); s->slot[i]; i = (i + 1) & s->mask)
+		if (s->slot[i] == (key | SET_USED))
+			return;
+	s->slot[i] = key | SET_USED;
+	s->n++;
+}
+
+static int set_grow(struct wg_set *s)
+{
+	struct wg_set bigger = { .mask = s->slot ? 2 * s->mask + 1 : 63 };
+	size_t i;
+
+	bigger.slot = calloc(bigger.mask + 1, sizeof(*bigger.slot));
+	if (!bigger.slot)
+		return -1;
+	for (i = 0; s->slot && i <= s->mask; i++)
+		if (s->slot[i])
+			set_put(&bigger, (uint32_t)s->slot[i]);
+	free(s->slot);
+	*s = bigger;
+	return 0;
+}
+
+static int set_add(struct wg_set *s, uint32_t key)
+{
+	if ((!s->slot || 2 * (s->n + 1) > s->mask + 1) && set_grow(s))
+		return -1;
+	set_put(s, key);
+	return 0;
+}
+
+static void set_free(struct wg_set *s)
+{
+	free(s->slot);
+	memset(s, 0, sizeof(*s));
+}
+
+/* ---- one clone -------------------------------------------------------------- */
+
+void wg_capture_init(struct wg_capture *c, uint16_t port, uint16_t marker)
+{
+	memset(c, 0, sizeof(*c));
+	c->port = port;
+	c->marker = marker;
+	c->t0_us = -1;
+	c->prefork_last_us = -1;
+	c->first_initiation_us = -1;
+	c->handshake_us = -1;
+	c->first_new_data_us = -1;
+}
+
+void wg_capture_free(struct wg_capture *c)
+{
+	set_free(&c->initiated);
+	set_free(&c->answering);
+	set_free(&c->postfork);
+	free(c->hello.v);
+	free(c->sessions.v);
+	memset(&c->hello, 0, sizeof(c->hello));
+	memset(&c->sessions, 0, sizeof(c->sessions));
+	free(c->data);
+	c->data = NULL;
+	c->ndata = c->data_cap = 0;
+}
+
+static int __attribute__((format(printf, 2, 3))) bad(struct wg_capture *c, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(c->error, sizeof(c->error), fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+/* Handshakes are few: a list searched from its newest entry is enough. */
+static int indices_add(struct wg_capture *c, struct wg_indices *l, uint32_t index, uint64_t ephemeral)
+{
+	struct wg_index *v;
+
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? 2 * l->cap : 16;
+
+		if (cap > SIZE_MAX / sizeof(*v))
+			return bad(c, "out of memory");
+		v = realloc(l->v, cap * sizeof(*v));
+		if (!v)
+			return bad(c, "out of memory");
+		l->v = v;
+		l->cap = cap;
+	}
+	l->v[l->n++] = (struct wg_index){ .index = index, .ephemeral = ephemeral };
+	return 0;
+}
+
+/* The ephemeral seen with INDEX, newest first; 0 if none. */
+static uint64_t indices_find(const struct wg_indices *l, uint32_t index)
+{
+	size_t i;
+
+	for (i = l->n; i-- > 0;)
+		if (l->v[i].index == index)
+			return l->v[i].ephemeral;
+	return 0;
+}
+
+/* A post-fork session: its index, named by both of its ephemeral keys. */
+static int session_add(struct wg_capture *c, uint32_t index, uint64_t initiator, uint64_t responder)
+{
+	uint64_t id = initiator ^ (responder * 0x9e3779b97f4a7c15ULL);
+
+	if (set_add(&c->postfork, index))
+		return bad(c, "out of memory");
+	return indices_add(c, &c->sessions, index, id ?: 1);
+}
+
+static int keep_data(struct wg_capture *c, const struct wg_msg *m)
+{
+	struct wg_data *d;
+
+	if (c->ndata == c->data_cap) {
+		size_t cap = c->data_cap ? 2 * c->data_cap : 1024;
+
+		if (cap > SIZE_MAX / sizeof(*d))
+			return bad(c, "out of memory");
+		d = realloc(c->data, cap * sizeof(*d));
+		if (!d)
+			return bad(c, "out of memory");
+		c->data = d;
+		c->data_cap = cap;
+	}
+	d = &c->data[c->ndata++];
+	memset(d, 0, sizeof(*d));
+	d->receiver = m->receiver;
+	d->session = indices_find(&c->sessions, m->receiver);
+	d->counter = m->counter;
+	d->len = (uint32_t)m->payload_len;
+	d->hash = payload_hash(m->payload, m->payload_len);
+	memcpy(d->tag, m->payload + m->payload_len - WG_TAG_LEN, WG_TAG_LEN);
+	return 0;
+}
+
+/*
+ * A session is post-fork when this capture shows its whole handshake: our
+ * initiation answered (the responder's index is where we send), or an
+ * initiation we answered (the initiator's index is).  A response alone is
+ * not enough: its keys may have been derived before the snapshot and the
+ * frame only left the queue after the restore.
+ */
+static int sent_msg(struct wg_capture *c, int64_t t, const struct wg_msg *m)
+{
+	switch (m->type) {
+	case WG_INITIATION:
+		if (c->first_initiation_us < 0)
+			c->first_initiation_us = t;
+		if (set_add(&c->initiated, m->sender))
+			return bad(c, "out of memory");
+		return indices_add(c, &c->hello, m->sender, m->ephemeral);
+	case WG_RESPONSE:
+		if (c->handshake_us < 0)
+			c->handshake_us = t;
+		if (!set_has(&c->answering, m->receiver))
+			return 0;
+		return session_add(c, m->receiver, indices_find(&c->hello, m->receiver), m->ephemeral);
+	case WG_DATA:
+		c->data_sent++;
+		if (set_has(&c->postfork, m->receiver)) {
+			if (c->first_new_data_us < 0)
+				c->first_new_data_us = t;
+		} else {
+			c->prefork_packets++;
+			c->prefork_last_us = t;
+		}
+		return keep_data(c, m);
+	}
+	return 0;
+}
+
+static int received_msg(struct wg_capture *c, int64_t t, const struct wg_msg *m)
+{
+	switch (m->type) {
+	case WG_INITIATION:
+		if (set_add(&c->answering, m->sender))
+			return bad(c, "out of memory");
+		return indices_add(c, &c->hello, m->sender, m->ephemeral);
+	case WG_RESPONSE:
+		if (!set_has(&c->initiated, m->receiver))
+			return 0;
+		if (c->handshake_us < 0)
+			c->handshake_us = t;
+		return session_add(c, m->sender, indices_find(&c->hello, m->receiver), m->ephemeral);
+	case WG_DATA:
+		c->data_received++;
+		return 0;
+	}
+	return 0;
+}
+
+int wg_capture_frame(struct wg_capture *c, int64_t t_us, const uint8_t *frame, size_t len)
+{
+	struct wg_msg m;
+	int64_t t;
+
+	c->frames++;
+	if (c->t0_us < 0 && (!c->marker || udp_dport(frame, len) == c->marker))
+		c->t0_us = t_us;
+	/* A host clock stepped back puts a frame at t0, never at "-1: never". */
+	if (c->t0_us < 0 || t_us <= c->t0_us)
+		t = 0;
+	else if (__builtin_sub_overflow(t_us, c->t0_us, &t))
+		t = INT64_MAX;
+	switch (wg_classify(frame, len, c->port, &m)) {
+	case WGF_MALFORMED:
+		c->malformed++;
+		return 0;
+	case WGF_NOT_UDP:
+		c->not_udp++;
+		return 0;
+	case WGF_FRAGMENT:
+		c->fragments++;
+		return 0;
+	case WGF_OTHER:
+		c->other++;
+		return 0;
+	case WGF_SENT:
+		c->sent[m.type]++;
+		return sent_msg(c, t, &m);
+	case WGF_RECEIVED:
+		c->received[m.type]++;
+		return received_msg(c, t, &m);
+	}
+	/* WGF_AMBIGUOUS: counting it either way would be a silent guess. */
+	return bad(c, "record %llu: a WireGuard message from port %u to port %u: cannot tell who sent it",
+		   (unsigned long long)c->frames, c->port, c->port);
+}
+
+/* ---- pcap files ------------------------------------------------------------ */
+
+/*
+ * A record's time in microseconds.  Both fields come from the file, so they
+ * are clamped to 2^40 first: far past any real capture, and small enough
+ * that neither the sum nor a difference of two times can overflow.
+ */
+#define TS_MAX (1LL << 40)
+
+static int64_t record_us(const struct pcap_pkthdr *h)
+{
+	int64_t s = h->ts.tv_sec, us = h->ts.tv_usec;
+
+	s = s < 0 ? 0 : s > TS_MAX ? TS_MAX : s;
+	us = us < 0 ? 0 : us > TS_MAX ? TS_MAX : us;
+	return s * 1000000 + us;
+}
+
+static int read_records(struct wg_capture *c, pcap_t *p, const char *name)
+{
+	struct pcap_pkthdr *h;
+	const u_char *frame;
+	char why[sizeof(c->error)];
+	int rc;
+
+	while ((rc = pcap_next_ex(p, &h, &frame)) == 1) {
+		if (wg_capture_frame(c, record_us(h), frame, h->caplen)) {
+			snprintf(why, sizeof(why), "%s", c->error);
+			return bad(c, "%s: %s", name, why);
+		}
+	}
+	if (rc == PCAP_ERROR_BREAK && !c->frames)
+		return bad(c, "%s: no frames at all (not even the heartbeat)", name);
+	if (rc == PCAP_ERROR_BREAK && c->t0_us < 0)
+		return bad(c, "%s: no frame to the marker port %u: the resume cannot be timed", name, c->marker);
+	if (rc == PCAP_ERROR_BREAK)
+		return 0;
+	if (strstr(pcap_geterr(p), "truncated"))
+		return bad(c, "%s: truncated capture (record %llu): %s",
+			   name, (unsigned long long)c->frames + 1, pcap_geterr(p));
+	return bad(c, "%s: bad record %llu: %s", name, (unsigned long long)c->frames + 1, pcap_geterr(p));
+}
+
+int wg_capture_load(struct wg_capture *c, FILE *f, const char *name)
+{
+	char errbuf[PCAP_ERRBUF_SIZE] = "";
+	pcap_t *p;
+	int ch, dlt, rc;
+
+	ch = getc(f);
+	if (ch == EOF || ungetc(ch, f) == EOF) {
+		rc = ferror(f);
+		fclose(f);
+		return bad(c, "%s: %s", name, rc ? "read error" : "empty file");
+	}
+	p = pcap_fopen_offline_with_tstamp_precision(f, PCAP_TSTAMP_PRECISION_MICRO, errbuf);
+	if (!p) {
+		fclose(f);
+		if (strstr(errbuf, "truncated"))
+			return bad(c, "%s: truncated capture header: %s", name, errbuf);
+		return bad(c, "%s: not a pcap capture: %s", name, errbuf);
+	}
+	dlt = pcap_datalink(p);
+	if (dlt != DLT_EN10MB) {
+		const char *dlt_name = pcap_datalink_val_to_name(dlt);
+
+		rc = bad(c, "%s: link type %d (%s), not Ethernet", name, dlt, dlt_name ? dlt_name : "unknown");
+	} else {
+		rc = read_records(c, p, name);
+	}
+	pcap_close(p);
+	return rc;
+}
+
+/* ---- across clones ---------------------------------------------------------- */
+
+static int cmp_key(const struct wg_data *a, const struct wg_data *b)
+{
+	if (a->receiver != b->receiver)
+		return a->receiver < b->receiver ? -1 : 1;
+	if (a->session != b->session)
+		return a->session < b->session ? -1 : 1;
+	if (a->counter != b->counter)
+		return a->counter < b->counter ? -1 : 1;
+	return 0;
+}
+
+static int cmp_bytes(const struct wg_data *a, const struct wg_data *b)
+{
+	int r;
+
+	if (a->len != b->len)
+		return a->len < b->len ? -1 : 1;
+	r = memcmp(a->tag, b->tag, sizeof(a->tag));
+	if (r)
+		return r;
+	return (a->hash > b->hash) - (a->hash < b->hash);
+}
+
+static int cmp_data(const void *pa, const void *pb)
+{
+	const struct wg_data *a = pa, *b = pb;
+
+	return cmp_key(a, b) ?: cmp_bytes(a, b);
+}
+
+/* The end of the run of messages with d[i]'s key (the data is sorted). */
+static size_t run_end(const struct wg_data *d, size_t n, size_t i)
+{
+	size_t j = i + 1;
+
+	while (j < n && !cmp_key(&d[i], &d[j]))
+		j++;
+	return j;
+}
+
+/* Sorted by key then bytes: a run is all one payload iff its ends are equal. */
+static int one_payload(const struct wg_data *d, size_t i, size_t end)
+{
+	return !cmp_bytes(&d[i], &d[end - 1]);
+}
+
+static void sort_clone(struct wg_capture *c)
+{
+	size_t i, end;
+
+	if (c->ndata)
+		qsort(c->data, c->ndata, sizeof(*c->data), cmp_data);
+	c->reused = c->self_reuse = 0;
+	for (i = 0; i < c->ndata; i = end) {
+		end = run_end(c->data, c->ndata, i);
+		c->self_reuse += !one_payload(c->data, i, end);
+	}
+	for (i = 0; i < c->ndata; i++)
+		c->data[i].reused = 0;
+}
+
+static void mark_reused(struct wg_data *d, size_t i, size_t end)
+{
+	for (; i < end; i++)
+		d[i].reused = 1;
+}
+
+/* A merge of two sorted clones, key by key. */
+static void compare_pair(struct wg_capture *a, struct wg_capture *b, uint64_t *reuse, uint64_t *identical)
+{
+	size_t i = 0, j = 0, ie, je;
+	int k;
+
+	while (i < a->ndata && j < b->ndata) {
+		k = cmp_key(&a->data[i], &b->data[j]);
+		if (k < 0) {
+			i = run_end(a->data, a->ndata, i);
+			continue;
+		}
+		if (k > 0) {
+			j = run_end(b->data, b->ndata, j);
+			continue;
+		}
+		ie = run_end(a->data, a->ndata, i);
+		je = run_end(b->data, b->ndata, j);
+		if (one_payload(a->data, i, ie) && one_payload(b->data, j, je) &&
+		    !cmp_bytes(&a->data[i], &b->data[j])) {
+			(*identical)++;
+		} else {
+			(*reuse)++;
+			mark_reused(a->data, i, ie);
+			mark_reused(b->data, j, je);
+		}
+		i = ie;
+		j = je;
+	}
+}
+
+void wg_compare(struct wg_capture **c, size_t n, uint64_t *reuse, uint64_t *identical)
+{
+	size_t i, j;
+
+	*reuse = *identical = 0;
+	for (i = 0; i < n; i++)
+		sort_clone(c[i]);
+	for (i = 0; i < n; i++)
+		for (j = i + 1; j < n; j++)
+			compare_pair(c[i], c[j], reuse, identical);
+	for (i = 0; i < n; i++) {
+		c[i]->reused = 0;
+		for (j = 0; j < c[i]->ndata; j++)
+			c[i]->reused += c[i]->data[j].reused;
+	}
+}

@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+#ifndef FORKSAFE_WGPCAP_H
+#define FORKSAFE_WGPCAP_H
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* WireGuard message types: the first byte, then three zero bytes. */
+enum wg_type {
+	WG_INITIATION = 1,
+	WG_RESPONSE = 2,
+	WG_COOKIE = 3,
+	WG_DATA = 4,
+	WG_NTYPES
+};
+
+/* What one Ethernet frame turned out to be. */
+enum wg_class {
+	WGF_MALFORMED,	/* lengths that do not add up */
+	WGF_NOT_UDP,	/* another ethertype or IP protocol */
+	WGF_FRAGMENT,	/* an IPv4 fragment: not reassembled */
+	WGF_OTHER,	/* UDP, but no WireGuard message to or from the port */
+	WGF_SENT,	/* a WireGuard message from the port: the VM sent it */
+	WGF_RECEIVED,	/* a WireGuard message to the port */
+	WGF_AMBIGUOUS,	/* a WireGuard message from the port to the port */
+};
+
+struct wg_msg {
+	int type;
+	uint32_t sender, receiver;
+	uint64_t counter;
+	uint64_t ephemeral;	/* initiation, response: a hash of the ephemeral key */
+	const uint8_t *payload;	/* WG_DATA: the encrypted packet and its tag */
+	size_t payload_len;
+};
+
+/* Classify one frame; *m is filled in for WGF_SENT, _RECEIVED and _AMBIGUOUS. */
+int wg_classify(const uint8_t *frame, size_t len, uint16_t port, struct wg_msg *m);
+
+/*
+ * A transport-data message the VM sent.  The payload is kept as its length,
+ * its Poly1305 tag (the last 16 bytes) and a 64-bit hash of all of it: under
+ * one key and nonce, two different ciphertexts differ in the tag but for a
+ * forgery, and the hash catches what a forger (or a fuzzer) could arrange.
+ */
+struct wg_data {
+	uint64_t session;	/* 0: a pre-fork session; else its ephemeral keys */
+	uint64_t counter;
+	uint64_t hash;
+	uint32_t receiver;
+	uint32_t len;
+	uint8_t tag[16];
+	uint8_t reused;		/* another clone sent this key with other bytes */
+};
+
+/* A set of 32-bit session indices. */
+struct wg_set {
+	uint64_t *slot;		/* 0 when free, else index | 1 << 32 */
+	size_t mask, n;
+};
+
+/* A session index and the ephemeral keys seen with it. */
+struct wg_index {
+	uint32_t index;
+	uint64_t ephemeral;
+};
+
+struct wg_indices {
+	struct wg_index *v;
+	size_t n, cap;
+};
+
+/*
+ * Times are in microseconds, relative to t0_us: the first frame sent to the
+ * marker port (the VM's heartbeat), or with no marker port the first frame.
+ * -1 means "never".
+ */
+struct wg_capture {
+	uint16_t port, marker;
+	uint64_t frames, malformed, not_udp, fragments, other;
+	uint64_t sent[WG_NTYPES], received[WG_NTYPES];
+	int64_t t0_us;
+	uint64_t prefork_packets, data_sent, data_received;
+	int64_t prefork_last_us, first_initiation_us, handshake_us, first_new_data_us;
+	struct wg_set initiated;	/* sender indices of our initiations */
+	struct wg_set answering;	/* sender indices of initiations we received */
+	struct wg_set postfork;		/* receiver indices of post-fork sessions */
+	/*
+	 * Two clones restored next to two restores of one peer may be given
+	 * the same index by the peer for different keys: a post-fork session
+	 * is told apart by its two ephemeral keys, not by its index alone.
+	 */
+	struct wg_indices hello;	/* initiations: sender index, ephemeral */
+	struct wg_indices sessions;	/* post-fork: receiver index, both ephemerals */
+	struct wg_data *data;		/* every transport-data message we sent */
+	size_t ndata, data_cap;
+	uint64_t reused;		/* of them, part of a reuse with another clone */
+	uint64_t self_reuse;		/* keys this clone sent twice, different bytes */
+	char error[320];
+};
+
+void wg_capture_init(struct wg_capture *c, uint16_t port, uint16_t marker);
+void wg_capture_free(struct wg_capture *c);
+
+/*
+ * Account for one frame captured at T_US (absolute; a time before the first
+ * frame's counts as t0).  Returns 0, or -1 with c->error set when the
+ * capture cannot be judged (out of memory, or a WireGuard message whose
+ * direction the port cannot tell).
+ */
+int wg_capture_frame(struct wg_capture *c, int64_t t_us, const uint8_t *frame, size_t len);
+
+/*
+ * Read a whole pcap capture from F, which it always closes.  Returns 0, or
+ * -1 with c->error set to one line starting with NAME: not a capture, not
+ * Ethernet, truncated, no frames at all, or a failure of wg_capture_frame().
+ */
+int wg_capture_load(struct wg_capture *c, FILE *f, const char *name);
+
+/*
+ * Compare the data messages of N clones, pair by pair (C[i] may equal C[j]):
+ * *reuse counts the (session, counter) keys both of a pair sent with
+ * different bytes, *identical those they sent with the same bytes.  Fills
+ * in each clone's reused and self_reuse; sorts each clone's data.
+ */
+void wg_compare(struct wg_capture **c, size_t n, uint64_t *reuse, uint64_t *identical);
+
+#endif

@@ -1,0 +1,148 @@
+#!/bin/bash
+# make bench-wg: WireGuard across VM forks, stock and patched in one run.
+#  - exposure and rekey: wg_run (lib.sh) with --clones fresh-GUID clones
+#    (default 20) and 2 controls, with the tunnel streaming and idle:
+#    packets under pre-fork keys, nonce-reuse pairs, and the time from
+#    the resume to the first initiation, the completed handshake and the
+#    first data under the new keys, over the clones;
+#  - both clones alive at once: two clones of one snapshot next to one
+#    peer, each streaming; what reaches the peer;
+#  - cost: datagrams per second through the tunnel between two guests,
+#    --rounds rounds (default 5) of --ms ms, stock and patched alternating.
+#   bench-wg.sh [--clones N] [--rounds N] [--ms MS] [--out DIR]
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+
+nclones=20 rounds=5 ms=3000
+out=${RESULTS:-$FORKSAFE_ROOT/results}
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--clones) nclones=$2; shift ;;
+	--rounds) rounds=$2; shift ;;
+	--ms) ms=$2; shift ;;
+	--out) out=$2; shift ;;
+	*) die "bench-wg: unknown option '$1'" ;;
+	esac
+	shift || die "bench-wg: $1 needs a value"
+done
+for n in "$nclones" "$rounds" "$ms"; do
+	case "$n" in '' | *[!0-9]* | 0) die "bench-wg: counts and --ms want positive numbers" ;; esac
+done
+for k in stock patched; do
+	[ -f "$(kernel_path "$k")" ] || die "bench-wg: $(kernel_path "$k") not found: make kernel kernel-stock"
+done
+mkdir -p "$out/bench-wg"
+md=$out/bench-wg.md
+
+# min/median/max of the numbers on stdin that are >= 0, and how many were.
+stats() {
+	sort -n | awk '$1 >= 0 { v[++n] = $1 } END {
+		if (!n) { print "none"; exit }
+		printf "%d/%d/%d (%d)", v[1], v[int((n + 1) / 2)], v[n], n }'
+}
+median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : int((v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
+
+{
+	echo "## make bench-wg"
+	echo
+	echo "Forks: migrate-file, $nclones clones with a fresh GUID per row, each next to a restore of the peer; 2 controls with the original GUID. Times in ms from the resume (the first frame of the clone's capture), min/median/max (clones where it happened)."
+	echo
+	echo "| kernel | tunnel | pre-fork-key packets | nonce-reuse pairs | control reuse pairs | rekeyed | first initiation | handshake done | first new data | datagrams delivered |"
+	echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+} >"$md.tmp"
+
+for traffic in stream idle; do
+	for k in stock patched; do
+		r=$out/bench-wg/$k-$traffic.json
+		if ! WG_CONTROLS=2 wg_run "$k" "$(kernel_path "$k")" "$traffic" "$nclones" "$r"; then
+			echo "| $k | $traffic | error: $(jq -r .error "$r") |" >>"$md.tmp"
+			continue
+		fi
+		col() { jq -r ".fresh.clones[].$1" "$r" | awk '{ print ($1 < 0) ? -1 : int($1 / 1000) }' | stats; }
+		echo "| $k | $traffic | $(jq -r '.fresh.clones[].prefork_packets' "$r" | stats)" \
+			"| $(jq -r .fresh.nonce_reuse_pairs "$r") | $(jq -r .control.nonce_reuse_pairs "$r")" \
+			"| $(jq '[.fresh.clones[] | select(.handshake_us >= 0)] | length' "$r")/$nclones" \
+			"| $(col first_initiation_us) | $(col handshake_us) | $(col first_new_data_us)" \
+			"| $(jq -r '.fresh.clones[].delivered' "$r" | stats) |" >>"$md.tmp"
+	done
+done
+
+# ---- both clones alive at once ----------------------------------------------
+# Two clones of one snapshot on the switch next to one peer, both streaming:
+# the same MAC, the same address, the same static key.
+both_alive() {
+	local k=$1
+	local kernel dir=$RUN_DIR/both-$k before after c
+	kernel=$(kernel_path "$k")
+	mkdir -p "$dir/peer" "$dir/vm"
+	wg_snapshot "$k" "$kernel" stream "$dir" || return 1
+	snap_restore migrate-file peer "$dir/peer" "both-peer-$k" "$kernel" 1 "$WG_PEER_GUID" \
+		"${WG_NETS[@]:0:2}" || return 1
+	before=$(guest_call "both-peer-$k" sink stat | t_field received)
+	for c in a b; do
+		wg_restore "$kernel" "$dir" "both-$c-$k" auto "${WG_NETS[@]:2:2}" || return 1
+	done
+	sleep "$((2 * WG_WINDOW_S))"
+	after=$(guest_call "both-peer-$k" sink stat | t_field received)
+	for c in a b; do
+		guest_call "both-$c-$k" wg-show | t_field latest_handshake >"$dir/$c.hs"
+		guest_quit "both-$c-$k"
+	done
+	guest_quit "both-peer-$k"
+	"$BUILD/wg-detect" -p "$WG_VM_PORT" -m 9 -j "$dir/detect.json" "$dir/both-a-$k.pcap" "$dir/both-b-$k.pcap" >/dev/null ||
+		return 1
+	echo "| $k | $((after - before)) of $((2 * 2 * WG_WINDOW_S * 1000000 / WG_STREAM_US))" \
+		"| $(jq -r '[.clones[] | .handshake_us | if . < 0 then "none" else (. / 1000 | floor | tostring) end] | join(", ")' "$dir/detect.json")" \
+		"| $(jq -r '[.clones[].prefork_packets | tostring] | join(", ")' "$dir/detect.json")" \
+		"| $(jq -r .nonce_reuse_pairs "$dir/detect.json") |" >>"$md.tmp"
+}
+{
+	echo
+	echo "Both clones alive at once: two fresh-GUID clones of one snapshot restored side by side next to one peer, each streaming 100 datagrams/s for $((2 * WG_WINDOW_S)) s (same MAC, address and static key):"
+	echo
+	echo "| kernel | datagrams the peer received | handshakes done (ms after resume, per clone) | pre-fork-key packets (per clone) | nonce-reuse pairs |"
+	echo "| --- | --- | --- | --- | --- |"
+} >>"$md.tmp"
+for k in stock patched; do
+	fork_progress "bench-wg: both clones alive, $k"
+	both_alive "$k" 2>"$RUN_DIR/both-$k.err" || echo "| $k | error: $(tail -n 1 "$RUN_DIR/both-$k.err" 2>/dev/null) |" >>"$md.tmp"
+done
+
+{
+	echo
+	echo "Tunnel throughput between two guests, datagrams per second the peer received (32-byte datagrams sent as fast as the sender's 100 µs pacing allows; median of $rounds rounds of $ms ms, stock and patched alternating):"
+	echo
+	echo "| stock | patched | patched/stock |"
+	echo "| --- | --- | --- |"
+} >>"$md.tmp"
+for k in stock patched; do
+	fork_progress "bench-wg: tunnel throughput, booting $k"
+	switch_start "tp-$k"
+	pk=$(wg genkey) vk=$(wg genkey)
+	guest_boot "tp-peer-$k" "$(kernel_path "$k")" --net "$SWITCH_DIR,52:54:00:f1:00:01" || die "bench-wg: $k did not boot"
+	guest_boot "tp-vm-$k" "$(kernel_path "$k")" --net "$SWITCH_DIR,52:54:00:f1:00:02" || die "bench-wg: $k did not boot"
+	wg_setup "tp-peer-$k" 10.9.0.1/24 10.10.0.1/24 "$pk" "$WG_PEER_PORT" "$(wg pubkey <<<"$vk")" - 10.10.0.2/32 ||
+		die "bench-wg: wg setup failed"
+	wg_setup "tp-vm-$k" 10.9.0.2/24 10.10.0.2/24 "$vk" "$WG_VM_PORT" "$(wg pubkey <<<"$pk")" \
+		"10.9.0.1:$WG_PEER_PORT" 10.10.0.1/32 || die "bench-wg: wg setup failed"
+	guest_call "tp-peer-$k" sink start "$WG_SINK_PORT" >/dev/null || die "bench-wg: no sink"
+done
+for ((r = 1; r <= rounds; r++)); do
+	for k in stock patched; do
+		before=$(guest_call "tp-peer-$k" sink stat | t_field received)
+		guest_call "tp-vm-$k" stream start flood 10.10.0.1 "$WG_SINK_PORT" 100 >/dev/null
+		sleep "$((ms / 1000)).$(printf '%03d' $((ms % 1000)))"
+		guest_call "tp-vm-$k" stream stop flood >/dev/null
+		sleep 0.5
+		after=$(guest_call "tp-peer-$k" sink stat | t_field received)
+		echo $(((after - before) * 1000 / ms)) >>"$RUN_DIR/tp-$k"
+	done
+done
+s=$(median <"$RUN_DIR/tp-stock")
+p=$(median <"$RUN_DIR/tp-patched")
+ratio=$(awk -v p="$p" -v s="$s" 'BEGIN { printf "%.3f", s ? p / s : 0 }')
+fork_progress "bench-wg: throughput stock $s/s, patched $p/s, ratio $ratio"
+echo "| $s | $p | $ratio |" >>"$md.tmp"
+mv "$md.tmp" "$md"
+cat "$md"
+echo "bench-wg: results in $md and $out/bench-wg/" >&2
