@@ -48,7 +48,6 @@ done
 "$BUILD/matrix-report" -m "$out/bench-rng/exposure.md" "${rows[@]}"
 
 # ---- cost -------------------------------------------------------------------
-median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : int((v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
 
 {
 	echo "## make bench-rng"
@@ -74,7 +73,7 @@ cost_row() {
 	done
 	s=$(median <"$RUN_DIR/stock-$v-$label")
 	p=$(median <"$RUN_DIR/patched-$v-$label")
-	ratio=$(awk -v p="$p" -v s="$s" 'BEGIN { printf "%.3f", s ? p / s : 0 }')
+	ratio=$(ratio "$p" "$s")
 	fork_progress "bench: $v vCPU(s), $label: stock $s/s, patched $p/s, ratio $ratio"
 	echo "| $v | $label | $s | $p | $ratio |" >>"$md.tmp"
 }

@@ -40,7 +40,6 @@ stats() {
 		if (!n) { print "none"; exit }
 		printf "%d/%d/%d (%d)", v[1], v[int((n + 1) / 2)], v[n], n }'
 }
-median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : int((v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
 
 {
 	echo "## make bench-wg"
@@ -140,7 +139,7 @@ for ((r = 1; r <= rounds; r++)); do
 done
 s=$(median <"$RUN_DIR/tp-stock")
 p=$(median <"$RUN_DIR/tp-patched")
-ratio=$(awk -v p="$p" -v s="$s" 'BEGIN { printf "%.3f", s ? p / s : 0 }')
+ratio=$(ratio "$p" "$s")
 fork_progress "bench-wg: throughput stock $s/s, patched $p/s, ratio $ratio"
 echo "| $s | $p | $ratio |" >>"$md.tmp"
 mv "$md.tmp" "$md"

@@ -50,6 +50,10 @@ t_done() {
 # key=value from agent output: t_field KEY <<<"$output"
 t_field() { sed -n "s/^$1=//p" | head -n 1; }
 
+# For the benchmarks: the median of the numbers on stdin, and P/S.
+median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : int((v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
+ratio() { awk -v p="$1" -v s="$2" 'BEGIN { printf "%.3f", s ? p / s : 0 }'; }
+
 # The kernels under test: KERNEL=/path tests that one, otherwise both builds.
 test_kernels() {
 	if [ -n "${KERNEL:-}" ]; then echo custom; else echo patched stock; fi
