@@ -12,10 +12,11 @@
 #  The cost and reseed figures come from the *-bench kernels, which add the
 #  same two hooks (kernel-patches/bench/) to both.
 #   bench-rng.sh [--clones N] [--rounds N] [--ms MS] [--vcpus "1 2"] [--out DIR]
+#                [--no-exposure]   (the cost and reseed parts only)
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
-nclones=20 rounds=5 ms=3000 vcpus_list="1 2"
+nclones=20 rounds=5 ms=3000 vcpus_list="1 2" exposure=1
 out=${RESULTS:-$FORKSAFE_ROOT/results}
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -24,6 +25,7 @@ while [ $# -gt 0 ]; do
 	--ms) ms=$2; shift ;;
 	--vcpus) vcpus_list=$2; shift ;;
 	--out) out=$2; shift ;;
+	--no-exposure) exposure=0; shift; continue ;;
 	*) die "bench-rng: unknown option '$1'" ;;
 	esac
 	shift || die "bench-rng: $1 needs a value"
@@ -42,10 +44,15 @@ rows=()
 for k in stock patched; do
 	for v in $vcpus_list; do
 		rows+=("$out/bench-rng/$k-${v}cpu-migrate-file.json")
+		[ "$exposure" = 1 ] || continue
 		fork_run "$k" "$(kernel_path "$k")" migrate-file "$v" "$nclones" "${rows[-1]}" || true
 	done
 done
-"$BUILD/matrix-report" -m "$out/bench-rng/exposure.md" "${rows[@]}"
+if [ "$exposure" = 1 ]; then
+	"$BUILD/matrix-report" -m "$out/bench-rng/exposure.md" "${rows[@]}"
+else
+	echo "### Kernel: exposure not measured in this run (--no-exposure)" >"$out/bench-rng/exposure.md"
+fi
 
 # ---- cost -------------------------------------------------------------------
 

@@ -34,35 +34,19 @@ done
 mkdir -p "$out/bench-wg"
 md=$out/bench-wg.md
 
-# min/median/max of the numbers on stdin that are >= 0, and how many were.
-stats() {
-	sort -n | awk '$1 >= 0 { v[++n] = $1 } END {
-		if (!n) { print "none"; exit }
-		printf "%d/%d/%d (%d)", v[1], v[int((n + 1) / 2)], v[n], n }'
-}
-
 {
 	echo "## make bench-wg"
 	echo
-	echo "Forks: migrate-file, $nclones clones with a fresh GUID per row, each next to a restore of the peer; 2 controls with the original GUID. Times in ms from the resume (the first frame of the clone's capture), min/median/max (clones where it happened)."
+	echo "Forks: migrate-file, $nclones clones with a fresh GUID per row, each next to a restore of the peer, $WG_WINDOW_S s each; 2 controls with the original GUID. Times in ms from the resume (the clone's first heartbeat on the wire, every 5 ms), min/median/max (clones where it happened)."
 	echo
-	echo "| kernel | tunnel | pre-fork-key packets | nonce-reuse pairs | control reuse pairs | rekeyed | first initiation | handshake done | first new data | datagrams delivered |"
-	echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+	wg_table_head
 } >"$md.tmp"
 
 for traffic in stream idle; do
 	for k in stock patched; do
 		r=$out/bench-wg/$k-$traffic.json
-		if ! WG_CONTROLS=2 wg_run "$k" "$(kernel_path "$k")" "$traffic" "$nclones" "$r"; then
-			echo "| $k | $traffic | error: $(jq -r .error "$r") |" >>"$md.tmp"
-			continue
-		fi
-		col() { jq -r ".fresh.clones[].$1" "$r" | awk '{ print ($1 < 0) ? -1 : int($1 / 1000) }' | stats; }
-		echo "| $k | $traffic | $(jq -r '.fresh.clones[].prefork_packets' "$r" | stats)" \
-			"| $(jq -r .fresh.nonce_reuse_pairs "$r") | $(jq -r .control.nonce_reuse_pairs "$r")" \
-			"| $(jq '[.fresh.clones[] | select(.handshake_us >= 0)] | length' "$r")/$nclones" \
-			"| $(col first_initiation_us) | $(col handshake_us) | $(col first_new_data_us)" \
-			"| $(jq -r '.fresh.clones[].delivered' "$r" | stats) |" >>"$md.tmp"
+		WG_CONTROLS=2 wg_run "$k" "$(kernel_path "$k")" "$traffic" "$nclones" "$r" || true
+		wg_table_row "$r" >>"$md.tmp"
 	done
 done
 

@@ -1,7 +1,9 @@
 #!/bin/bash
 # The fork matrix: for each kernel, vCPU count and snapshot method, restore
 # clones of one recording guest and report whether, and for how long, they
-# produced the same random numbers after their generation ID changed.
+# produced the same random numbers after their generation ID changed; then,
+# per kernel, whether clones of a WireGuard tunnel sent under pre-fork keys,
+# reused nonces, and how soon they rekeyed.
 #
 #   fork-matrix.sh [--kernels "patched stock"] [--methods "..."] [--vcpus "1 2"]
 #                  [--clones N] [--out DIR]
@@ -49,4 +51,23 @@ for k in $kernels; do
 	done
 done
 "$BUILD/matrix-report" -m "$out/matrix.md" -j "$out/matrix.json" "${rows[@]}"
-echo "fork-matrix: results in $out/matrix.md and $out/matrix.json" >&2
+
+# WireGuard: migrate-file, 1 vCPU, the tunnel streaming and idle (lib.sh wg_run).
+wg_rows=()
+for k in $kernels; do
+	for traffic in stream idle; do
+		wg_rows+=("$out/rows/wg-$k-$traffic.json")
+		WG_CONTROLS=2 wg_run "$k" "$(kernel_path "$k")" "$traffic" "$nclones" "${wg_rows[-1]}" || true
+	done
+done
+{
+	echo
+	echo "### WireGuard across forks"
+	echo
+	echo "migrate-file, 1 vCPU, $nclones fresh-GUID clones and 2 pinned-GUID controls per row, each clone next to a restore of the peer for $WG_WINDOW_S s; read off each clone's wire by wg-detect."
+	echo
+	wg_table_head
+	for r in "${wg_rows[@]}"; do wg_table_row "$r"; done
+} | tee -a "$out/matrix.md"
+jq -s . "${wg_rows[@]}" >"$out/wireguard.json"
+echo "fork-matrix: results in $out/matrix.md, $out/matrix.json and $out/wireguard.json" >&2

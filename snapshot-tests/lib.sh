@@ -293,6 +293,45 @@ wg_restore() {
 	snap_restore migrate-file vm "$dir/vm" "$name" "$kernel" 1 "$guid" "$@" --pcap "$dir/$name.pcap"
 }
 
+# The WireGuard table of make demo and make bench-wg: wg_table_head, then
+# wg_table_row OUT.json per wg_run.  Times in ms after the resume and
+# packet counts are min/median/max over the clones where the thing
+# happened (their number in parentheses).
+wg_stats() {
+	sort -n | awk '$1 >= 0 { v[++n] = $1 } END {
+		if (!n) { print "never"; exit }
+		printf "%d/%d/%d (%d)", v[1], v[int((n + 1) / 2)], v[n], n }'
+}
+
+wg_table_head() {
+	echo "| kernel | tunnel | verdict | pre-fork-key packets | nonce-reuse pairs | control reuse pairs | rekeyed | first initiation ms | handshake done ms | first new data ms | datagrams delivered |"
+	echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+}
+
+wg_table_row() {
+	local r=$1 k t verdict prefork reuse
+	k=$(jq -r .kernel "$r") t=$(jq -r .traffic "$r")
+	if jq -e .error "$r" >/dev/null; then
+		echo "| $k | $t | error: $(jq -r .error "$r") |"
+		return
+	fi
+	ms() { jq -r ".fresh.clones[].$1" "$r" | awk '{ print ($1 < 0) ? -1 : int($1 / 1000) }' | wg_stats; }
+	prefork=$(jq '[.fresh.clones[].prefork_packets] | add' "$r")
+	reuse=$(jq .fresh.nonce_reuse_pairs "$r")
+	if [ "$(jq .control.nonce_reuse_pairs "$r")" = 0 ]; then
+		verdict="error: blind (no reuse in the control)"
+	elif [ "$prefork" != 0 ] || [ "$reuse" != 0 ]; then
+		verdict=exposed
+	else
+		verdict=safe
+	fi
+	echo "| $k | $t | $verdict | $(jq -r '.fresh.clones[].prefork_packets' "$r" | wg_stats)" \
+		"| $reuse | $(jq -r .control.nonce_reuse_pairs "$r")" \
+		"| $(jq '[.fresh.clones[] | select(.handshake_us >= 0)] | length' "$r")/$(jq '.fresh.clones | length' "$r")" \
+		"| $(ms first_initiation_us) | $(ms handshake_us) | $(ms first_new_data_us)" \
+		"| $(jq -r '.fresh.clones[].delivered' "$r" | wg_stats) |"
+}
+
 # wg_restore_pair KERNEL_NAME KERNEL TRAFFIC SET CLONE DIR: a clone next to
 # a restore of the peer, for WG_WINDOW_S; DIR/CLONE.delivered counts what
 # reached the peer's sink meanwhile.
