@@ -2,7 +2,8 @@
 # Bad input ends with one clear line and a non-zero exit, never a hang and
 # never a stray QEMU: a QEMU that cannot start, a guest that never answers,
 # a dead QMP socket, a truncated migration stream, a truncated or garbled
-# recorder dump, an unknown snapshot method, a guest without vmgenid.
+# recorder dump, a truncated, empty or foreign pcap capture, an unknown
+# snapshot method, a guest without vmgenid.
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
@@ -53,6 +54,20 @@ expect_fail "garbled dump" "garbled.dump:1: garbled record" \
 	"$BUILD/rng-exposure" ref="$RUN_DIR/ok.dump" control="$RUN_DIR/garbled.dump"
 expect_fail "identical reference and control" "never differ in time" \
 	"$BUILD/rng-exposure" ref="$RUN_DIR/ok.dump" control="$RUN_DIR/ok.dump"
+
+# Captures of a guest's wire are untrusted input too.
+pcap_head='\xd4\xc3\xb2\xa1\x02\x00\x04\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x01\x00'
+record='\x01\x00\x00\x00\x00\x00\x00\x00\x3c\x00\x00\x00\x3c\x00\x00\x00'
+printf '%b' "$pcap_head" '\x01\x00\x00\x00' >"$RUN_DIR/empty.pcap"
+printf '%b' "$pcap_head" '\x01\x00\x00\x00' "$record" '0123456789' >"$RUN_DIR/cut.pcap"
+printf '%b' "$pcap_head" '\x65\x00\x00\x00' >"$RUN_DIR/raw.pcap"
+printf 'not a capture\n' >"$RUN_DIR/text.pcap"
+wgd() { "$BUILD/wg-detect" -p 51002 -m 9 "$@"; }
+expect_fail "capture with no frames" "empty.pcap: no frames at all" wgd "$RUN_DIR/empty.pcap"
+expect_fail "truncated capture" "cut.pcap: truncated capture (record 1)" wgd "$RUN_DIR/cut.pcap"
+expect_fail "capture of another link type" "raw.pcap: link type 12 (RAW), not Ethernet" wgd "$RUN_DIR/raw.pcap"
+expect_fail "file that is no capture" "text.pcap: not a pcap capture" wgd "$RUN_DIR/text.pcap"
+expect_fail "wg-detect with a bad option" "unknown option -q" wgd -q "$RUN_DIR/text.pcap"
 
 expect_fail "unknown snapshot method" "unknown method 'vmotion'" \
 	"$FORKSAFE_ROOT/snapshot-tests/fork-matrix.sh" --methods vmotion
