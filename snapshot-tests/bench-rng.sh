@@ -70,7 +70,7 @@ fi
 
 # Medians of $rounds rounds, stock and patched alternating, into the table.
 cost_row() {
-	local v=$1 label=$2 s p ratio r k
+	local v=$1 label=$2 r k
 	shift 2
 	for ((r = 1; r <= rounds; r++)); do
 		for k in stock patched; do
@@ -78,11 +78,8 @@ cost_row() {
 				t_field calls_per_s >>"$RUN_DIR/$k-$v-$label"
 		done
 	done
-	s=$(median <"$RUN_DIR/stock-$v-$label")
-	p=$(median <"$RUN_DIR/patched-$v-$label")
-	ratio=$(ratio "$p" "$s")
-	fork_progress "bench: $v vCPU(s), $label: stock $s/s, patched $p/s, ratio $ratio"
-	echo "| $v | $label | $s | $p | $ratio |" >>"$md.tmp"
+	echo "| $v | $label | $(cost_cells "$v vCPU(s), $label" "$RUN_DIR/stock-$v-$label" \
+		"$RUN_DIR/patched-$v-$label") |" >>"$md.tmp"
 }
 
 uptime_s() { guest_call "$1" info | t_field uptime_ms | awk '{ print int($1 / 1000) }'; }

@@ -121,11 +121,7 @@ for ((r = 1; r <= rounds; r++)); do
 		echo $(((after - before) * 1000 / ms)) >>"$RUN_DIR/tp-$k"
 	done
 done
-s=$(median <"$RUN_DIR/tp-stock")
-p=$(median <"$RUN_DIR/tp-patched")
-ratio=$(ratio "$p" "$s")
-fork_progress "bench-wg: throughput stock $s/s, patched $p/s, ratio $ratio"
-echo "| $s | $p | $ratio |" >>"$md.tmp"
+echo "| $(cost_cells "tunnel throughput" "$RUN_DIR/tp-stock" "$RUN_DIR/tp-patched") |" >>"$md.tmp"
 mv "$md.tmp" "$md"
 cat "$md"
 echo "bench-wg: results in $md and $out/bench-wg/" >&2

@@ -54,6 +54,16 @@ t_field() { sed -n "s/^$1=//p" | head -n 1; }
 median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : int((v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
 ratio() { awk -v p="$1" -v s="$2" 'BEGIN { printf "%.3f", s ? p / s : 0 }'; }
 
+# cost_cells LABEL STOCK-FILE PATCHED-FILE: "STOCK | PATCHED | RATIO" from
+# the medians of the rounds in each file, and a progress line.
+cost_cells() {
+	local s p r
+	s=$(median <"$2") p=$(median <"$3")
+	r=$(ratio "$p" "$s")
+	fork_progress "bench: $1: stock $s/s, patched $p/s, ratio $r"
+	echo "$s | $p | $r"
+}
+
 # The kernels under test: KERNEL=/path tests that one, otherwise both builds.
 test_kernels() {
 	if [ -n "${KERNEL:-}" ]; then echo custom; else echo patched stock; fi
@@ -322,6 +332,8 @@ wg_table_row() {
 		verdict="error: blind (no reuse in the control)"
 	elif [ "$prefork" != 0 ] || [ "$reuse" != 0 ]; then
 		verdict=exposed
+	elif [ "$(jq '[.fresh.clones[] | select(.handshake_us < 0)] | length' "$r")" != 0 ]; then
+		verdict="not exposed, not rekeyed"
 	else
 		verdict=safe
 	fi
