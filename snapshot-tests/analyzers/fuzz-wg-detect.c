@@ -63,6 +63,7 @@ static void check_self(struct wg_capture *c)
 	wg_compare(two, 2, &reuse, &identical);
 	for (i = 0; i < c->ndata; i++)
 		keys += !i || c->data[i].receiver != c->data[i - 1].receiver ||
+			c->data[i].session != c->data[i - 1].session ||
 			c->data[i].counter != c->data[i - 1].counter;
 	if (reuse + identical != keys || reuse != c->self_reuse || c->reused > c->ndata)
 		abort();
