@@ -30,9 +30,7 @@ while [ $# -gt 0 ]; do
 	esac
 	shift || die "bench-rng: $1 needs a value"
 done
-for n in "$nclones" "$rounds" "$ms"; do
-	case "$n" in '' | *[!0-9]* | 0) die "bench-rng: counts and --ms want positive numbers" ;; esac
-done
+bench_counts bench-rng "$nclones" "$rounds" "$ms"
 for k in stock patched stock-bench patched-bench; do
 	[ -f "$(kernel_path "$k")" ] || die "bench-rng: $(kernel_path "$k") not found: make kernel kernel-stock kernel-bench"
 done

@@ -25,9 +25,7 @@ while [ $# -gt 0 ]; do
 	esac
 	shift || die "bench-wg: $1 needs a value"
 done
-for n in "$nclones" "$rounds" "$ms"; do
-	case "$n" in '' | *[!0-9]* | 0) die "bench-wg: counts and --ms want positive numbers" ;; esac
-done
+bench_counts bench-wg "$nclones" "$rounds" "$ms"
 for k in stock patched; do
 	[ -f "$(kernel_path "$k")" ] || die "bench-wg: $(kernel_path "$k") not found: make kernel kernel-stock"
 done

@@ -54,6 +54,15 @@ t_field() { sed -n "s/^$1=//p" | head -n 1; }
 median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : int((v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
 ratio() { awk -v p="$1" -v s="$2" 'BEGIN { printf "%.3f", s ? p / s : 0 }'; }
 
+# bench_counts NAME VALUE...: the benchmarks' counts and --ms are positive.
+bench_counts() {
+	local name=$1 n
+	shift
+	for n in "$@"; do
+		case "$n" in '' | *[!0-9]* | 0) die "$name: counts and --ms want positive numbers" ;; esac
+	done
+}
+
 # cost_cells LABEL STOCK-FILE PATCHED-FILE: "STOCK | PATCHED | RATIO" from
 # the medians of the rounds in each file, and a progress line.
 cost_cells() {
