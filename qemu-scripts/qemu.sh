@@ -123,6 +123,7 @@ switch_start() {
 	done
 	[ -s "$dir.pid" ] || die "qemu: vde_switch wrote no pid file"
 	SWITCH_PIDS+=("$(cat "$dir.pid")")
+	# shellcheck disable=SC2034 # for the caller
 	SWITCH_DIR=$dir
 }
 

@@ -62,7 +62,7 @@ printf '%b' "$pcap_head" '\x01\x00\x00\x00' >"$RUN_DIR/empty.pcap"
 printf '%b' "$pcap_head" '\x01\x00\x00\x00' "$record" '0123456789' >"$RUN_DIR/cut.pcap"
 printf '%b' "$pcap_head" '\x65\x00\x00\x00' >"$RUN_DIR/raw.pcap"
 printf 'not a capture\n' >"$RUN_DIR/text.pcap"
-wgd() { "$BUILD/wg-detect" -p 51002 -m 9 "$@"; }
+wgd() { wg_detect "$RUN_DIR/bad.json" "$@"; }
 expect_fail "capture with no frames" "empty.pcap: no frames at all" wgd "$RUN_DIR/empty.pcap"
 expect_fail "truncated capture" "cut.pcap: truncated capture (record 1)" wgd "$RUN_DIR/cut.pcap"
 expect_fail "capture of another link type" "raw.pcap: link type 12 (RAW), not Ethernet" wgd "$RUN_DIR/raw.pcap"

@@ -57,21 +57,16 @@ both_alive() {
 	kernel=$(kernel_path "$k")
 	mkdir -p "$dir/peer" "$dir/vm"
 	wg_snapshot "$k" "$kernel" stream "$dir" || return 1
-	snap_restore migrate-file peer "$dir/peer" "both-peer-$k" "$kernel" 1 "$WG_PEER_GUID" \
-		"${WG_NETS[@]:0:2}" || return 1
-	before=$(guest_call "both-peer-$k" sink stat | t_field received)
+	wg_restore_peer "$kernel" "$dir" "both-peer-$k" || return 1
+	before=$(wg_received "both-peer-$k")
 	for c in a b; do
-		wg_restore "$kernel" "$dir" "both-$c-$k" auto "${WG_NETS[@]:2:2}" || return 1
+		wg_restore "$kernel" "$dir" "both-$c-$k" auto || return 1
 	done
 	sleep "$((2 * WG_WINDOW_S))"
-	after=$(guest_call "both-peer-$k" sink stat | t_field received)
-	for c in a b; do
-		guest_call "both-$c-$k" wg-show | t_field latest_handshake >"$dir/$c.hs"
-		guest_quit "both-$c-$k"
-	done
+	after=$(wg_received "both-peer-$k")
+	for c in a b; do guest_quit "both-$c-$k"; done
 	guest_quit "both-peer-$k"
-	"$BUILD/wg-detect" -p "$WG_VM_PORT" -m 9 -j "$dir/detect.json" "$dir/both-a-$k.pcap" "$dir/both-b-$k.pcap" >/dev/null ||
-		return 1
+	wg_detect "$dir/detect.json" "$dir/both-a-$k.pcap" "$dir/both-b-$k.pcap" >/dev/null || return 1
 	echo "| $k | $((after - before)) of $((2 * 2 * WG_WINDOW_S * 1000000 / WG_STREAM_US))" \
 		"| $(jq -r '[.clones[] | .handshake_us | if . < 0 then "none" else (. / 1000 | floor | tostring) end] | join(", ")' "$dir/detect.json")" \
 		"| $(jq -r '[.clones[].prefork_packets | tostring] | join(", ")' "$dir/detect.json")" \
@@ -98,24 +93,19 @@ done
 } >>"$md.tmp"
 for k in stock patched; do
 	fork_progress "bench-wg: tunnel throughput, booting $k"
-	switch_start "tp-$k"
-	pk=$(wg genkey) vk=$(wg genkey)
-	guest_boot "tp-peer-$k" "$(kernel_path "$k")" --net "$SWITCH_DIR,52:54:00:f1:00:01" || die "bench-wg: $k did not boot"
-	guest_boot "tp-vm-$k" "$(kernel_path "$k")" --net "$SWITCH_DIR,52:54:00:f1:00:02" || die "bench-wg: $k did not boot"
-	wg_setup "tp-peer-$k" 10.9.0.1/24 10.10.0.1/24 "$pk" "$WG_PEER_PORT" "$(wg pubkey <<<"$vk")" - 10.10.0.2/32 ||
-		die "bench-wg: wg setup failed"
-	wg_setup "tp-vm-$k" 10.9.0.2/24 10.10.0.2/24 "$vk" "$WG_VM_PORT" "$(wg pubkey <<<"$pk")" \
-		"10.9.0.1:$WG_PEER_PORT" 10.10.0.1/32 || die "bench-wg: wg setup failed"
-	guest_call "tp-peer-$k" sink start "$WG_SINK_PORT" >/dev/null || die "bench-wg: no sink"
+	wg_switch "tp-$k"
+	guest_boot "tp-peer-$k" "$(kernel_path "$k")" "${WG_NETS[@]:0:2}" || die "bench-wg: $k did not boot"
+	guest_boot "tp-vm-$k" "$(kernel_path "$k")" "${WG_NETS[@]:2:2}" || die "bench-wg: $k did not boot"
+	wg_tunnel "tp-peer-$k" "tp-vm-$k" || die "bench-wg: the tunnel did not come up on $k"
 done
 for ((r = 1; r <= rounds; r++)); do
 	for k in stock patched; do
-		before=$(guest_call "tp-peer-$k" sink stat | t_field received)
-		guest_call "tp-vm-$k" stream start flood 10.10.0.1 "$WG_SINK_PORT" 100 >/dev/null
+		before=$(wg_received "tp-peer-$k")
+		wg_stream "tp-vm-$k" flood 100
 		sleep "$((ms / 1000)).$(printf '%03d' $((ms % 1000)))"
 		guest_call "tp-vm-$k" stream stop flood >/dev/null
 		sleep 0.5
-		after=$(guest_call "tp-peer-$k" sink stat | t_field received)
+		after=$(wg_received "tp-peer-$k")
 		echo $(((after - before) * 1000 / ms)) >>"$RUN_DIR/tp-$k"
 	done
 done

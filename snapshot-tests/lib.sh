@@ -214,6 +214,7 @@ fork_collect() {
 WG_WINDOW_S=${WG_WINDOW_S:-6}
 WG_STREAM_US=${WG_STREAM_US:-10000} # through the tunnel: 100 datagrams/s
 WG_BEAT_US=5000                      # on the wire: marks the resume in the capture
+WG_BEAT_PORT=9                       # (UDP discard)
 WG_PEER_PORT=51001 WG_VM_PORT=51002 WG_SINK_PORT=7000
 WG_PEER_GUID=6f726b73-6166-6500-0000-00000000beef
 WG_VM_GUID=6f726b73-6166-6500-0000-0000000000fe
@@ -227,10 +228,10 @@ WG_VM_GUID=6f726b73-6166-6500-0000-0000000000fe
 # two wg-detect's reports with each clone's "delivered" datagrams added,
 # or {"error"}.  Returns 1 on error.
 wg_run() {
-	local kname=$1 kernel=$2 traffic=$3 nclones=$4 out=$5 dir err rc=0
+	local kname=$1 kernel=$2 traffic=$3 nclones=$4 out=$5 dir err n rc=0
 	dir=$RUN_DIR/wg-$kname-$traffic
 	mkdir -p "$dir/peer" "$dir/vm"
-	wg_measure "$@" "$dir" 2>"$dir/errors" || rc=$?
+	wg_measure "$kname" "$kernel" "$traffic" "$nclones" "$dir" 2>"$dir/errors" || rc=$?
 	if [ "$rc" != 0 ]; then
 		err=$(tail -n 1 "$dir/errors" | tr -cd '[:print:]' | sed 's/["\]//g')
 		fork_progress "wg $kname $traffic: error: ${err:-failed}"
@@ -243,30 +244,54 @@ wg_run() {
 		-s "$dir/fresh.json" "$dir/control.json" >"$out"
 }
 
-# The VM's side of the tunnel (the peer's mirrors it).
-wg_setup() {
-	local name=$1 addr=$2 tun=$3 key=$4 port=$5 peerkey=$6 endpoint=$7 allowed=$8
-	guest_call "$name" net-up "$addr" >/dev/null &&
-		guest_call "$name" wg-up "$key" "$port" "$tun" "$peerkey" "$endpoint" "$allowed" >/dev/null
+# wg_switch NAME: a switch for a peer and a VM; WG_NETS holds the --net
+# options of the peer (first two words) and of the VM (last two).
+wg_switch() {
+	switch_start "$1"
+	WG_NETS=(--net "$SWITCH_DIR,52:54:00:f0:00:01" --net "$SWITCH_DIR,52:54:00:f0:00:02")
+}
+
+# wg_tunnel PEER VM: addresses on the wire, WireGuard keys drawn for this
+# run, the tunnel between the two guests, and the peer's sink.
+wg_tunnel() {
+	local peer=$1 vm=$2 pkey vkey
+	pkey=$(wg genkey) vkey=$(wg genkey)
+	guest_call "$peer" net-up 10.9.0.1/24 >/dev/null &&
+		guest_call "$peer" wg-up "$pkey" "$WG_PEER_PORT" 10.10.0.1/24 "$(wg pubkey <<<"$vkey")" \
+			- 10.10.0.2/32 >/dev/null &&
+		guest_call "$vm" net-up 10.9.0.2/24 >/dev/null &&
+		guest_call "$vm" wg-up "$vkey" "$WG_VM_PORT" 10.10.0.2/24 "$(wg pubkey <<<"$pkey")" \
+			"10.9.0.1:$WG_PEER_PORT" 10.10.0.1/32 >/dev/null &&
+		guest_call "$peer" sink start "$WG_SINK_PORT" >/dev/null
+}
+
+# wg_stream VM NAME INTERVAL_US: datagrams through the tunnel to the sink.
+wg_stream() {
+	guest_call "$1" stream start "$2" 10.10.0.1 "$WG_SINK_PORT" "$3" >/dev/null
+}
+
+# What the peer's sink has received so far.
+wg_received() { guest_call "$1" sink stat | t_field received; }
+
+# wg_detect OUT.json CAPTURE...: wg-detect on captures of the VM.
+wg_detect() {
+	local out=$1
+	shift
+	"$BUILD/wg-detect" -p "$WG_VM_PORT" -m "$WG_BEAT_PORT" -j "$out" "$@"
 }
 
 # wg_snapshot KERNEL_NAME KERNEL TRAFFIC DIR: boot the peer and the VM,
 # bring the tunnel up and snapshot both into DIR/peer and DIR/vm.  Sets
-# WG_NETS, the --net options of the peer and the VM.
+# WG_NETS (wg_switch).
 wg_snapshot() {
-	local kname=$1 kernel=$2 traffic=$3 dir=$4 tag="wg $1 $3" pkey vkey i hs
-	pkey=$(wg genkey) vkey=$(wg genkey)
-	switch_start "${dir##*/}"
-	WG_NETS=(--net "$SWITCH_DIR,52:54:00:f0:00:01" --net "$SWITCH_DIR,52:54:00:f0:00:02")
+	local kname=$1 kernel=$2 traffic=$3 dir=$4 tag="wg $1 $3" i hs
+	wg_switch "${dir##*/}"
 	fork_progress "$tag: booting the peer and the VM"
 	snap_boot migrate-file peer "$kernel" 1 "$dir/peer" --guid "$WG_PEER_GUID" "${WG_NETS[@]:0:2}" || return 1
 	snap_boot migrate-file vm "$kernel" 1 "$dir/vm" --guid "$WG_VM_GUID" "${WG_NETS[@]:2:2}" || return 1
-	wg_setup peer 10.9.0.1/24 10.10.0.1/24 "$pkey" "$WG_PEER_PORT" "$(wg pubkey <<<"$vkey")" - 10.10.0.2/32 || return 1
-	wg_setup vm 10.9.0.2/24 10.10.0.2/24 "$vkey" "$WG_VM_PORT" "$(wg pubkey <<<"$pkey")" \
-		"10.9.0.1:$WG_PEER_PORT" 10.10.0.1/32 || return 1
-	guest_call peer sink start "$WG_SINK_PORT" >/dev/null || return 1
-	guest_call vm stream start beat 10.9.0.1 9 "$WG_BEAT_US" >/dev/null || return 1
-	guest_call vm stream start data 10.10.0.1 "$WG_SINK_PORT" "$WG_STREAM_US" >/dev/null || return 1
+	wg_tunnel peer vm || return 1
+	guest_call vm stream start beat 10.9.0.1 "$WG_BEAT_PORT" "$WG_BEAT_US" >/dev/null || return 1
+	wg_stream vm data "$WG_STREAM_US" || return 1
 	for ((i = 0; i < 100; i++)); do
 		hs=$(guest_call vm wg-show | t_field latest_handshake)
 		[ "${hs:-0}" != 0 ] && break
@@ -274,8 +299,7 @@ wg_snapshot() {
 	done
 	[ "${hs:-0}" != 0 ] || { echo "the tunnel did not come up: no handshake in 20 s" >&2; return 1; }
 	sleep 2
-	[ "$(guest_call peer sink stat | t_field received)" -gt 0 ] ||
-		{ echo "nothing came through the tunnel" >&2; return 1; }
+	[ "$(wg_received peer)" -gt 0 ] || { echo "nothing came through the tunnel" >&2; return 1; }
 	[ "$traffic" = idle ] && guest_call vm stream stop data >/dev/null
 	sleep 1
 	# Nothing from before the snapshot may hide what the fork changes.
@@ -286,30 +310,33 @@ wg_snapshot() {
 }
 
 wg_measure() {
-	local kname=$1 kernel=$2 traffic=$3 nclones=$4 dir=$6 tag="wg $1 $3" i set clone base
+	local kname=$1 kernel=$2 traffic=$3 nclones=$4 dir=$5 tag="wg $1 $3" i set clone base
 	wg_snapshot "$kname" "$kernel" "$traffic" "$dir" || return 1
 	for set in fresh control; do
 		[ "$set" = control ] && nclones=${WG_CONTROLS:-$nclones}
 		for ((i = 1; i <= nclones; i++)); do
 			clone=$set$i
 			fork_progress "$tag: restoring $clone"
-			wg_restore_pair "$kname" "$kernel" "$traffic" "$set" "$clone" "$dir" || return 1
+			wg_restore_pair "$kernel" "$traffic" "$set" "$clone" "$dir" || return 1
 		done
 		base=$(printf "$dir/$set%d.pcap " $(seq 1 "$nclones"))
 		# shellcheck disable=SC2086 # one word per capture
-		"$BUILD/wg-detect" -p "$WG_VM_PORT" -m 9 -j "$dir/$set.detect.json" $base >"$dir/$set.txt" || return 1
+		wg_detect "$dir/$set.detect.json" $base >"$dir/$set.txt" || return 1
 		jq -c --slurpfile d <(for ((i = 1; i <= nclones; i++)); do cat "$dir/$set$i.delivered"; done | jq -s .) \
 			'.clones |= [range(0; length) as $i | .[$i] + {delivered: $d[0][$i]}]' \
 			"$dir/$set.detect.json" >"$dir/$set.json"
 	done
 }
 
-# wg_restore KERNEL DIR NAME GUID VM-NET...: one clone of the VM, its
-# wire captured in DIR/NAME.pcap.
+# wg_restore KERNEL DIR NAME GUID: one clone of the VM, its wire captured
+# in DIR/NAME.pcap.
 wg_restore() {
-	local kernel=$1 dir=$2 name=$3 guid=$4
-	shift 4
-	snap_restore migrate-file vm "$dir/vm" "$name" "$kernel" 1 "$guid" "$@" --pcap "$dir/$name.pcap"
+	snap_restore migrate-file vm "$2/vm" "$3" "$1" 1 "$4" "${WG_NETS[@]:2:2}" --pcap "$2/$3.pcap"
+}
+
+# wg_restore_peer KERNEL DIR NAME: the peer as it was at the snapshot.
+wg_restore_peer() {
+	snap_restore migrate-file peer "$2/peer" "$3" "$1" 1 "$WG_PEER_GUID" "${WG_NETS[@]:0:2}"
 }
 
 # The WireGuard table of make demo and make bench-wg: wg_table_head, then
@@ -327,6 +354,9 @@ wg_table_head() {
 	echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 }
 
+# wg_ms FIELD OUT.json: the fresh clones' FIELD (µs) in ms, as wg_stats.
+wg_ms() { jq -r ".fresh.clones[].$1" "$2" | awk '{ print ($1 < 0) ? -1 : int($1 / 1000) }' | wg_stats; }
+
 wg_table_row() {
 	local r=$1 k t verdict prefork reuse
 	k=$(jq -r .kernel "$r") t=$(jq -r .traffic "$r")
@@ -334,7 +364,6 @@ wg_table_row() {
 		echo "| $k | $t | error: $(jq -r .error "$r") |"
 		return
 	fi
-	ms() { jq -r ".fresh.clones[].$1" "$r" | awk '{ print ($1 < 0) ? -1 : int($1 / 1000) }' | wg_stats; }
 	prefork=$(jq '[.fresh.clones[].prefork_packets] | add' "$r")
 	reuse=$(jq .fresh.nonce_reuse_pairs "$r")
 	if [ "$(jq .control.nonce_reuse_pairs "$r")" = 0 ]; then
@@ -349,26 +378,25 @@ wg_table_row() {
 	echo "| $k | $t | $verdict | $(jq -r '.fresh.clones[].prefork_packets' "$r" | wg_stats)" \
 		"| $reuse | $(jq -r .control.nonce_reuse_pairs "$r")" \
 		"| $(jq '[.fresh.clones[] | select(.handshake_us >= 0)] | length' "$r")/$(jq '.fresh.clones | length' "$r")" \
-		"| $(ms first_initiation_us) | $(ms handshake_us) | $(ms first_new_data_us)" \
+		"| $(wg_ms first_initiation_us "$r") | $(wg_ms handshake_us "$r") | $(wg_ms first_new_data_us "$r")" \
 		"| $(jq -r '.fresh.clones[].delivered' "$r" | wg_stats) |"
 }
 
-# wg_restore_pair KERNEL_NAME KERNEL TRAFFIC SET CLONE DIR: a clone next to
-# a restore of the peer, for WG_WINDOW_S; DIR/CLONE.delivered counts what
-# reached the peer's sink meanwhile.
+# wg_restore_pair KERNEL TRAFFIC SET CLONE DIR: a clone next to a restore
+# of the peer, for WG_WINDOW_S; DIR/CLONE.delivered counts what reached
+# the peer's sink meanwhile.
 wg_restore_pair() {
-	local kname=$1 kernel=$2 traffic=$3 set=$4 clone=$5 dir=$6 before after guid=auto
+	local kernel=$1 traffic=$2 set=$3 clone=$4 dir=$5 before after guid=auto
 	[ "$set" = control ] && guid=$WG_VM_GUID
-	snap_restore migrate-file peer "$dir/peer" "peer-$clone" "$kernel" 1 "$WG_PEER_GUID" \
-		"${WG_NETS[@]:0:2}" || return 1
-	before=$(guest_call "peer-$clone" sink stat | t_field received)
-	wg_restore "$kernel" "$dir" "$clone" "$guid" "${WG_NETS[@]:2:2}" || return 1
+	wg_restore_peer "$kernel" "$dir" "peer-$clone" || return 1
+	before=$(wg_received "peer-$clone")
+	wg_restore "$kernel" "$dir" "$clone" "$guid" || return 1
 	# A control streams even in the idle case: reuse needs traffic.
 	if [ "$traffic" = idle ] && [ "$set" = control ]; then
-		guest_call "$clone" stream start data 10.10.0.1 "$WG_SINK_PORT" "$WG_STREAM_US" >/dev/null || return 1
+		wg_stream "$clone" data "$WG_STREAM_US" || return 1
 	fi
 	sleep "$WG_WINDOW_S"
-	after=$(guest_call "peer-$clone" sink stat | t_field received) || return 1
+	after=$(wg_received "peer-$clone") || return 1
 	echo "$((after - before))" >"$dir/$clone.delivered"
 	guest_quit "$clone"
 	guest_quit "peer-$clone"
