@@ -257,20 +257,15 @@ static int cmd_bench_u32(const char *args)
 /* "reseeds": crng reseeds since boot (bench kernels). */
 static int cmd_reseeds(const char *args)
 {
-	unsigned long long n;
-	FILE *f = fopen("/proc/sys/kernel/random/bench_reseeds", "r");
-	int ok;
+	uint64_t n;
+	char err[256];
 
 	(void)args;
-	if (!f) {
-		reply("error=kernel/random/bench_reseeds: %s (boot a *-bench kernel)", strerror(errno));
+	if (bench_reseeds(&n, err, sizeof(err))) {
+		reply("error=%s", err);
 		return -ENOENT;
 	}
-	ok = fscanf(f, "%llu", &n) == 1;
-	fclose(f);
-	if (!ok)
-		return -EIO;
-	reply("reseeds=%llu", n);
+	reply("reseeds=%llu", (unsigned long long)n);
 	return 0;
 }
 

@@ -21,7 +21,9 @@
 
 #define MAX_THREADS 64
 #define MAX_SIZE 4096
+/* The hooks of the *-bench kernels (kernel-patches/bench/). */
 #define BENCH_U32_PATH "/proc/sys/kernel/random/bench_u32"
+#define BENCH_RESEEDS_PATH "/proc/sys/kernel/random/bench_reseeds"
 
 struct bench_thread {
 	pthread_t tid;
@@ -58,26 +60,31 @@ static void *getrandom_loop(void *arg)
 	return NULL;
 }
 
+/* One number from a hook: 0, or an errno. */
+static int read_hook(const char *path, uint64_t *v)
+{
+	unsigned long long n;
+	FILE *f = fopen(path, "r");
+	int ok;
+
+	if (!f)
+		return errno;
+	ok = fscanf(f, "%llu", &n) == 1;
+	fclose(f);
+	if (!ok)
+		return EIO;
+	*v = n;
+	return 0;
+}
+
 /* count = get_random_u32() calls per second, as the kernel's hook timed them */
 static void *u32_once(void *arg)
 {
 	struct bench_thread *t = arg;
-	unsigned long long v;
-	FILE *f;
 
 	pin(t);
-	if (t->error)
-		return NULL;
-	f = fopen(BENCH_U32_PATH, "r");
-	if (!f) {
-		t->error = errno;
-		return NULL;
-	}
-	if (fscanf(f, "%llu", &v) == 1)
-		t->count = v;
-	else
-		t->error = EIO;
-	fclose(f);
+	if (!t->error)
+		t->error = read_hook(BENCH_U32_PATH, &t->count);
 	return NULL;
 }
 
@@ -141,4 +148,13 @@ int bench_u32(uint64_t *calls_per_s, int *threads, char *err, size_t errlen)
 		return -1;
 	}
 	return run_per_cpu(u32_once, 0, calls_per_s, threads, err, errlen);
+}
+
+int bench_reseeds(uint64_t *reseeds, char *err, size_t errlen)
+{
+	int rc = read_hook(BENCH_RESEEDS_PATH, reseeds);
+
+	if (rc)
+		snprintf(err, errlen, "%s: %s (boot a *-bench kernel)", BENCH_RESEEDS_PATH, strerror(rc));
+	return rc ? -1 : 0;
 }

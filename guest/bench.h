@@ -19,4 +19,7 @@ int bench_getrandom(size_t size, unsigned int ms, uint64_t *calls, int *threads,
  */
 int bench_u32(uint64_t *calls_per_s, int *threads, char *err, size_t errlen);
 
+/* crng reseeds since boot (kernel/random/bench_reseeds); -1 with err set. */
+int bench_reseeds(uint64_t *reseeds, char *err, size_t errlen);
+
 #endif

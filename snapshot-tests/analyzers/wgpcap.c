@@ -272,22 +272,29 @@ static int __attribute__((format(printf, 2, 3))) bad(struct wg_capture *c, const
 	return -1;
 }
 
+/* Room for one more element in a growable array: doubles, from FIRST. */
+static int grow(struct wg_capture *c, void **v, size_t *cap, size_t n, size_t size, size_t first)
+{
+	size_t want = *cap ? 2 * *cap : first;
+	void *p;
+
+	if (n < *cap)
+		return 0;
+	if (want > SIZE_MAX / size)
+		return bad(c, "out of memory");
+	p = realloc(*v, want * size);
+	if (!p)
+		return bad(c, "out of memory");
+	*v = p;
+	*cap = want;
+	return 0;
+}
+
 /* Handshakes are few: a list searched from its newest entry is enough. */
 static int indices_add(struct wg_capture *c, struct wg_indices *l, uint32_t index, uint64_t ephemeral)
 {
-	struct wg_index *v;
-
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? 2 * l->cap : 16;
-
-		if (cap > SIZE_MAX / sizeof(*v))
-			return bad(c, "out of memory");
-		v = realloc(l->v, cap * sizeof(*v));
-		if (!v)
-			return bad(c, "out of memory");
-		l->v = v;
-		l->cap = cap;
-	}
+	if (grow(c, (void **)&l->v, &l->cap, l->n, sizeof(*l->v), 16))
+		return -1;
 	l->v[l->n++] = (struct wg_index){ .index = index, .ephemeral = ephemeral };
 	return 0;
 }
@@ -317,17 +324,8 @@ static int keep_data(struct wg_capture *c, const struct wg_msg *m)
 {
 	struct wg_data *d;
 
-	if (c->ndata == c->data_cap) {
-		size_t cap = c->data_cap ? 2 * c->data_cap : 1024;
-
-		if (cap > SIZE_MAX / sizeof(*d))
-			return bad(c, "out of memory");
-		d = realloc(c->data, cap * sizeof(*d));
-		if (!d)
-			return bad(c, "out of memory");
-		c->data = d;
-		c->data_cap = cap;
-	}
+	if (grow(c, (void **)&c->data, &c->data_cap, c->ndata, sizeof(*c->data), 1024))
+		return -1;
 	d = &c->data[c->ndata++];
 	memset(d, 0, sizeof(*d));
 	d->receiver = m->receiver;
