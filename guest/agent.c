@@ -25,8 +25,7 @@
 #include "recorder.h"
 #include "bench.h"
 #include "net.h"
-
-#define PORT_NAME "org.forksafe.agent"
+#include "protocol.h"
 
 static int port = -1;
 static const char *req_id = "-";
@@ -481,7 +480,7 @@ static int open_port(void)
 		f = fopen(path, "r");
 		if (!f)
 			continue;
-		if (fgets(name, sizeof(name), f) && !strncmp(name, PORT_NAME, strlen(PORT_NAME))) {
+		if (fgets(name, sizeof(name), f) && !strncmp(name, AGENT_PORT, strlen(AGENT_PORT))) {
 			snprintf(path, sizeof(path), "/dev/%s", d->d_name);
 			fd = open(path, O_RDWR);
 		}
@@ -494,7 +493,7 @@ static int open_port(void)
 
 int main(void)
 {
-	char buf[4096], *nl;
+	char buf[AGENT_REQUEST_MAX], *nl;
 	size_t len = 0;
 	ssize_t n;
 
@@ -502,10 +501,10 @@ int main(void)
 
 	port = open_port();
 	if (port < 0) {
-		fprintf(stderr, "agent: no virtio-serial port named %s\n", PORT_NAME);
+		fprintf(stderr, "agent: no virtio-serial port named %s\n", AGENT_PORT);
 		return 1;
 	}
-	fprintf(stderr, "agent: listening on %s\n", PORT_NAME);
+	fprintf(stderr, "agent: listening on %s\n", AGENT_PORT);
 	while (!quit) {
 		n = read(port, buf + len, sizeof(buf) - 1 - len);
 		if (n < 0 && errno == EINTR)

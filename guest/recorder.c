@@ -26,9 +26,10 @@
 #include <sys/ioctl.h>
 #include <sys/random.h>
 #include "genid.h"
+#include "protocol.h"
 #include "recorder.h"
 
-#define MAX_THREADS 64
+#define MAX_THREADS DUMP_MAX_STREAMS
 
 struct record {
 	uint64_t fp;
@@ -62,7 +63,7 @@ static int64_t mono_ns(void)
 static void *record_loop(void *arg)
 {
 	struct recorder_thread *t = arg;
-	uint8_t id[GENID_LEN], out[16];
+	uint8_t id[GENID_LEN], out[RNG_BLOCK_BYTES];
 	uint64_t a, b;
 	cpu_set_t set;
 	uint32_t i;
@@ -110,8 +111,8 @@ int recorder_start(uint32_t blocks, char *err, size_t errlen)
 		snprintf(err, errlen, "a recording already exists");
 		return -1;
 	}
-	if (blocks < 1 || blocks > 4000000 || cpus < 1 || cpus > MAX_THREADS) {
-		snprintf(err, errlen, "blocks must be 1..4000000 and cpus 1..%d", MAX_THREADS);
+	if (blocks < 1 || blocks > DUMP_MAX_RECORDS || cpus < 1 || cpus > MAX_THREADS) {
+		snprintf(err, errlen, "blocks must be 1..%d and cpus 1..%d", DUMP_MAX_RECORDS, MAX_THREADS);
 		return -1;
 	}
 	live_id = genid_map(err, errlen);
@@ -172,7 +173,7 @@ void recorder_dump(void (*out)(const char *line, void *ctx), void *ctx)
 		for (i = 0; i < n; i++) {
 			const struct record *r = &threads[t].rec[i];
 
-			snprintf(line, sizeof(line), "R %d %u %016llx %lld %u", t, r->seq,
+			snprintf(line, sizeof(line), DUMP_RECORD_FMT, t, r->seq,
 				 (unsigned long long)r->fp, (long long)r->t_ns, r->changed);
 			out(line, ctx);
 		}

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include "protocol.h"
 #include "unixsock.h"
 
 static struct line_reader rd;
@@ -29,7 +30,7 @@ static void __attribute__((noreturn)) fail(int code, const char *fmt, const char
 
 int main(int argc, char **argv)
 {
-	static char line[sizeof(rd.buf)], req[4096];
+	static char line[sizeof(rd.buf)], req[AGENT_REQUEST_MAX];
 	char id[32];
 	double seconds = 30;
 	long long deadline;

@@ -80,8 +80,8 @@ int dump_parse(struct dump *d, const char *text, size_t len, const char *name)
 		if (eol - p < 2 || p[0] != 'R' || p[1] != ' ')
 			return bad(d, name, line, "not a record line");
 		p += 1;
-		if (field(&p, eol, 10, DUMP_MAX_CPUS - 1, &cpu) ||
-		    field(&p, eol, 10, DUMP_MAX_BLOCKS - 1, &seq) ||
+		if (field(&p, eol, 10, DUMP_MAX_STREAMS - 1, &cpu) ||
+		    field(&p, eol, 10, DUMP_MAX_RECORDS - 1, &seq) ||
 		    field(&p, eol, 16, UINT64_MAX, &fp) ||
 		    field(&p, eol, 10, INT64_MAX, &t) ||
 		    field(&p, eol, 10, 1, &changed) || p != eol)
@@ -142,7 +142,7 @@ void dump_free(struct dump *d)
 {
 	int c;
 
-	for (c = 0; c < DUMP_MAX_CPUS; c++) {
+	for (c = 0; c < DUMP_MAX_STREAMS; c++) {
 		free(d->b[c]);
 		d->b[c] = NULL;
 		d->n[c] = 0;

@@ -3,10 +3,9 @@
 #define FORKSAFE_DUMP_H
 #include <stddef.h>
 #include <stdint.h>
+#include "protocol.h"
 
-/* A recorder dump (guest/recorder.c), parsed and checked. */
-#define DUMP_MAX_CPUS 64
-#define DUMP_MAX_BLOCKS 4000000
+/* A recorder dump (guest/recorder.c, format in guest/protocol.h), parsed and checked. */
 
 struct block {
 	uint64_t fp;
@@ -16,8 +15,8 @@ struct block {
 
 struct dump {
 	int ncpus;
-	uint32_t n[DUMP_MAX_CPUS];
-	struct block *b[DUMP_MAX_CPUS];
+	uint32_t n[DUMP_MAX_STREAMS];
+	struct block *b[DUMP_MAX_STREAMS];
 	char error[256];
 };
 

@@ -18,17 +18,17 @@ static void check_ok(const struct dump *d)
 	uint32_t i;
 	int c;
 
-	if (d->ncpus < 1 || d->ncpus > DUMP_MAX_CPUS)
+	if (d->ncpus < 1 || d->ncpus > DUMP_MAX_STREAMS)
 		abort();
 	for (c = 0; c < d->ncpus; c++) {
-		if (d->n[c] == 0 || d->n[c] > DUMP_MAX_BLOCKS || !d->b[c])
+		if (d->n[c] == 0 || d->n[c] > DUMP_MAX_RECORDS || !d->b[c])
 			abort();
 		for (i = 0; i < d->n[c]; i++)
 			if ((d->b[c][i].changed != 0 && d->b[c][i].changed != 1) ||
 			    d->b[c][i].t_ns < 0)
 				abort();
 	}
-	for (; c < DUMP_MAX_CPUS; c++)
+	for (; c < DUMP_MAX_STREAMS; c++)
 		if (d->n[c] || d->b[c])
 			abort();
 }
@@ -41,7 +41,7 @@ static void check_failed(const struct dump *d)
 		abort();
 	if (d->ncpus)
 		abort();
-	for (c = 0; c < DUMP_MAX_CPUS; c++)
+	for (c = 0; c < DUMP_MAX_STREAMS; c++)
 		if (d->n[c] || d->b[c])
 			abort();
 }
