@@ -23,7 +23,7 @@ DEBS := linux-source-6.1 bc bison flex libelf-dev libssl-dev cpio xz-utils file 
 	libjson-c-dev libpcap-dev jq shellcheck python3-ply python3-git
 
 .PHONY: all deps kernel kernel-stock kernel-debug kernel-bench kernel-tree refresh-patches \
-	checkpatch guest tools check demo bench-rng bench-wg fuzz clean
+	checkpatch guest tools corpus check demo bench-rng bench-wg fuzz clean
 
 all: kernel kernel-stock guest tools
 
@@ -66,78 +66,77 @@ $(BUILD)/init: guest/init.c | $(BUILD)
 	$(CC) $(GUEST_CFLAGS) -o $@ $^
 
 AGENT_SRC := guest/agent.c guest/genid.c guest/recorder.c guest/bench.c guest/net.c
-$(BUILD)/forksafe-agent: $(AGENT_SRC) guest/genid.h guest/recorder.h guest/bench.h guest/net.h | $(BUILD)
+AGENT_H := guest/genid.h guest/recorder.h guest/bench.h guest/net.h guest/protocol.h
+$(BUILD)/forksafe-agent: $(AGENT_SRC) $(AGENT_H) | $(BUILD)
 	$(CC) $(GUEST_CFLAGS) -pthread -o $@ $(filter %.c,$^)
 
 $(BUILD)/initramfs.cpio: $(BUILD)/init $(BUILD)/forksafe-agent guest/build-initramfs.sh
 	guest/build-initramfs.sh $@ $(BUILD)/init $(BUILD)/forksafe-agent
 
 # ---- host tools ----------------------------------------------------------------
-TOOLS := $(BUILD)/qmp $(BUILD)/agent-call $(BUILD)/rng-exposure $(BUILD)/matrix-report \
-	$(BUILD)/wg-detect
+# They include guest/protocol.h, what the agent and the host share.
+AN := snapshot-tests/analyzers
+TOOLS := $(BUILD)/qmp $(BUILD)/agent-call $(BUILD)/rng-exposure $(BUILD)/fork-report \
+	$(BUILD)/wg-detect $(BUILD)/pcap-synth
 tools: $(TOOLS)
 
-AN := snapshot-tests/analyzers
-$(BUILD)/rng-exposure: $(AN)/rng-exposure.c $(AN)/dump.c $(AN)/dump.h | $(BUILD)
-	$(CC) $(HOST_CFLAGS) -o $@ $(filter %.c,$^) -ljson-c
+HOST := $(CC) $(HOST_CFLAGS) -Iguest
+TOOL_SRC := $(AN)/tool.c $(AN)/tool.h
 
-$(BUILD)/wg-detect: $(AN)/wg-detect.c $(AN)/wgpcap.c $(AN)/wgpcap.h | $(BUILD)
-	$(CC) $(HOST_CFLAGS) -o $@ $(filter %.c,$^) -lpcap -ljson-c
+$(BUILD)/rng-exposure: $(AN)/rng-exposure.c $(AN)/dump.c $(AN)/dump.h guest/protocol.h $(TOOL_SRC) | $(BUILD)
+	$(HOST) -o $@ $(filter %.c,$^) -ljson-c
 
-$(BUILD)/matrix-report: $(AN)/matrix-report.c | $(BUILD)
-	$(CC) $(HOST_CFLAGS) -o $@ $(filter %.c,$^) -ljson-c
+$(BUILD)/wg-detect: $(AN)/wg-detect.c $(AN)/wgpcap.c $(AN)/wgpcap.h $(TOOL_SRC) | $(BUILD)
+	$(HOST) -o $@ $(filter %.c,$^) -lpcap -ljson-c
+
+$(BUILD)/fork-report: $(AN)/fork-report.c $(TOOL_SRC) | $(BUILD)
+	$(HOST) -o $@ $(filter %.c,$^) -ljson-c
+
+$(BUILD)/pcap-synth: $(AN)/pcap-synth.c $(AN)/wgpcap.h $(TOOL_SRC) | $(BUILD)
+	$(HOST) -o $@ $(filter %.c,$^)
 
 $(BUILD)/qmp: qemu-scripts/qmp.c qemu-scripts/unixsock.c qemu-scripts/unixsock.h | $(BUILD)
-	$(CC) $(HOST_CFLAGS) -o $@ $(filter %.c,$^) -ljson-c
+	$(HOST) -o $@ $(filter %.c,$^) -ljson-c
 
-$(BUILD)/agent-call: qemu-scripts/agent-call.c qemu-scripts/unixsock.c qemu-scripts/unixsock.h | $(BUILD)
-	$(CC) $(HOST_CFLAGS) -o $@ $(filter %.c,$^)
+$(BUILD)/agent-call: qemu-scripts/agent-call.c qemu-scripts/unixsock.c qemu-scripts/unixsock.h guest/protocol.h | $(BUILD)
+	$(HOST) -o $@ $(filter %.c,$^)
 
 $(BUILD):
 	mkdir -p $@
 
 # ---- fuzzing -------------------------------------------------------------------
 # libFuzzer targets for the parsers of untrusted input: recorder dumps from
-# the guest and lines off the QMP/agent sockets.  `make fuzz` runs each for
-# FUZZ_SECONDS on a corpus under $(BUILD)/corpus/ and fails on any crash
-# (the crashing input is left in $(BUILD)/crashes/).
-FUZZ_CFLAGS := -g -O1 $(WARN) -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
+# the guest, lines off the QMP/agent sockets and captures of guests' wire.
+# `make fuzz` runs each for FUZZ_SECONDS on a corpus under $(BUILD)/corpus/,
+# seeded from $(AN)/corpus/ (see its README), and fails on any crash (the
+# crashing input is left in $(BUILD)/crashes/).
+FUZZ_CFLAGS := -g -O1 $(WARN) -Iguest -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
 FUZZ_SECONDS ?= 20
 FUZZ_RUN = -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -print_final_stats=1
+CORPUS := $(BUILD)/corpus
 
-$(BUILD)/fuzz-dump: $(AN)/fuzz-dump.c $(AN)/dump.c $(AN)/dump.h | $(BUILD)
+$(BUILD)/fuzz-dump: $(AN)/fuzz-dump.c $(AN)/dump.c $(AN)/dump.h guest/protocol.h | $(BUILD)
 	clang $(FUZZ_CFLAGS) -o $@ $(filter %.c,$^)
 
 $(BUILD)/fuzz-wg-detect: $(AN)/fuzz-wg-detect.c $(AN)/wgpcap.c $(AN)/wgpcap.h | $(BUILD)
 	clang $(FUZZ_CFLAGS) -o $@ $(filter %.c,$^) -lpcap
 
-# Two seed captures for fuzz-wg-detect: the VM (port 51820) as initiator and
-# as responder, with a pre-fork data stream before each handshake.
-WG_SEEDS := import struct,sys; P=struct.pack; \
-	fr=lambda s,d,m: bytes(12)+P("!H",2048)+P("!BBHHHBBH4s4s",69,0,28+len(m),0,0,64,17,0,bytes([10,0,0,2]),bytes([10,0,0,1]))+P("!HHHH",s,d,8+len(m),0)+m; \
-	S=lambda m: fr(51820,51821,m); V=lambda m: fr(51821,51820,m); \
-	I=lambda s: P("<BxxxI",1,s)+bytes(140); R=lambda s,r: P("<BxxxII",2,s,r)+bytes(80); \
-	D=lambda r,c,n: P("<BxxxIQ",4,r,c)+bytes([n])*32; hb=fr(40000,9,bytes(8)); \
-	cap=lambda fs: P("<IHHiIII",0xa1b2c3d4,2,4,0,0,65536,1)+b"".join(P("<IIII",1,100*i,len(f),len(f))+f for i,f in enumerate(fs)); \
-	open(sys.argv[1]+"/seed-initiator.pcap","wb").write(cap([hb,S(D(7,100,1)),S(I(5)),V(R(9,5)),S(D(9,0,2)),V(D(3,0,3)),S(D(7,101,1))])); \
-	open(sys.argv[1]+"/seed-responder.pcap","wb").write(cap([hb,S(D(7,100,4)),V(I(6)),S(R(8,6)),S(D(6,0,5)),V(fr(1,2,bytes(3))),S(D(7,102,6))]))
-
 $(BUILD)/fuzz-read-line: qemu-scripts/fuzz-read-line.c qemu-scripts/unixsock.c qemu-scripts/unixsock.h | $(BUILD)
 	clang $(FUZZ_CFLAGS) -o $@ $(filter %.c,$^)
 
-fuzz: $(BUILD)/fuzz-dump $(BUILD)/fuzz-read-line $(BUILD)/fuzz-wg-detect
-	mkdir -p $(BUILD)/corpus/dump $(BUILD)/corpus/read-line $(BUILD)/corpus/wg-detect $(BUILD)/crashes
-	python3 -c '$(WG_SEEDS)' $(BUILD)/corpus/wg-detect
-	printf 'R 0 0 00000000000000ff 123 0\nR 0 1 0000000000000001 456 1\n' >$(BUILD)/corpus/dump/seed-1cpu
-	printf 'R 0 0 ff 10 0\nR 1 0 a 20 1\nR 0 1 0 30 0\n' >$(BUILD)/corpus/dump/seed-2cpu
-	{ printf 'R %d 0 0 0 0\n' $$(seq 0 63); printf 'R 63 1 0 0 0\n'; } >$(BUILD)/corpus/dump/seed-64cpu
-	printf '{"QMP": {"version": {}}}\r\n{"return": {}}\n' >$(BUILD)/corpus/read-line/seed-qmp
-	printf 'ok 1\n\nno newline at the end' >$(BUILD)/corpus/read-line/seed-cut
-	printf '%5000s\nshort\n' long >$(BUILD)/corpus/read-line/seed-long-line
-	printf '%65536s' full >$(BUILD)/corpus/read-line/seed-full-buffer
-	$(BUILD)/fuzz-dump $(FUZZ_RUN) -artifact_prefix=$(BUILD)/crashes/dump- $(BUILD)/corpus/dump
-	$(BUILD)/fuzz-read-line $(FUZZ_RUN) -artifact_prefix=$(BUILD)/crashes/read-line- $(BUILD)/corpus/read-line
-	$(BUILD)/fuzz-wg-detect $(FUZZ_RUN) -artifact_prefix=$(BUILD)/crashes/wg-detect- $(BUILD)/corpus/wg-detect
+corpus: $(BUILD)/pcap-synth
+	mkdir -p $(CORPUS)/dump $(CORPUS)/read-line $(CORPUS)/wg-detect $(BUILD)/crashes
+	cp $(AN)/corpus/dump/* $(CORPUS)/dump/
+	cp $(AN)/corpus/read-line/* $(CORPUS)/read-line/
+	printf '%65536s' full >$(CORPUS)/read-line/seed-full-buffer
+	for f in $(AN)/corpus/wg-detect/*.frames; do \
+		$(BUILD)/pcap-synth $$f >$(CORPUS)/wg-detect/$$(basename $$f .frames).pcap || exit 1; \
+	done
+
+fuzz: $(BUILD)/fuzz-dump $(BUILD)/fuzz-read-line $(BUILD)/fuzz-wg-detect corpus
+	$(BUILD)/fuzz-dump $(FUZZ_RUN) -artifact_prefix=$(BUILD)/crashes/dump- $(CORPUS)/dump
+	$(BUILD)/fuzz-read-line $(FUZZ_RUN) -artifact_prefix=$(BUILD)/crashes/read-line- $(CORPUS)/read-line
+	$(BUILD)/fuzz-wg-detect $(FUZZ_RUN) -artifact_prefix=$(BUILD)/crashes/wg-detect- $(CORPUS)/wg-detect
 
 # ---- tests ---------------------------------------------------------------------
 # TESTS="boot_vmgenid ..." runs a subset; KERNEL=/path/bzImage tests one kernel.
@@ -152,17 +151,17 @@ VCPUS ?= 1 2
 CLONES ?= 4
 demo: deps
 	@$(MAKE) --no-print-directory kernel kernel-stock guest tools
-	@snapshot-tests/fork-matrix.sh --vcpus "$(VCPUS)" --clones "$(CLONES)" \
+	@snapshot-tests/drivers/fork-matrix.sh --vcpus "$(VCPUS)" --clones "$(CLONES)" \
 		$(if $(METHODS),--methods "$(METHODS)")
 
 # Benchmarks print measured figures and patched/stock ratios from one run.
 bench-rng: deps
 	@$(MAKE) --no-print-directory kernel kernel-stock kernel-bench guest tools
-	@snapshot-tests/bench-rng.sh
+	@snapshot-tests/drivers/bench-rng.sh
 
 bench-wg: deps
 	@$(MAKE) --no-print-directory kernel kernel-stock guest tools
-	@snapshot-tests/bench-wg.sh
+	@snapshot-tests/drivers/bench-wg.sh
 
 clean:
 	rm -rf $(BUILD)

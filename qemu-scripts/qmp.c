@@ -2,12 +2,11 @@
 /*
  * qmp: one QMP exchange with a running QEMU, for shell scripts.
  *
- *   qmp [-t SECONDS] [-e EVENT] SOCKET [COMMAND [ARGUMENTS-JSON]]
+ *   qmp [-t SECONDS] SOCKET COMMAND [ARGUMENTS-JSON]
  *
- * Runs COMMAND (if given) and prints its "return" value as JSON; then, with
- * -e, waits for EVENT (also if it arrived while the command ran) and prints
- * its "data".  Exit 0 on success, 1 when QEMU answered with an error, 2 on
- * a timeout, a broken connection or bad input.  Every wait ends at -t.
+ * Runs COMMAND and prints its "return" value as JSON; events are skipped.
+ * Exit 0 on success, 1 when QEMU answered with an error, 2 on a timeout, a
+ * broken connection or bad input.  Every wait ends at -t.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -20,8 +19,6 @@
 static const char *sock_path;
 static long long deadline;
 static struct line_reader rd;
-static const char *want_event;
-static struct json_object *event_data;
 
 static void __attribute__((noreturn)) fail(int code, const char *what, const char *why)
 {
@@ -29,14 +26,11 @@ static void __attribute__((noreturn)) fail(int code, const char *what, const cha
 	exit(code);
 }
 
-/*
- * The next message from QEMU that is not an event.  The awaited event is
- * remembered; with until_event, its arrival returns NULL.
- */
-static struct json_object *next_message(const char *waiting_for, int until_event)
+/* The next message from QEMU that is not an event. */
+static struct json_object *next_message(const char *waiting_for)
 {
 	static char line[sizeof(rd.buf)];
-	struct json_object *msg, *ev, *data;
+	struct json_object *msg;
 	int n;
 
 	for (;;) {
@@ -50,16 +44,9 @@ static struct json_object *next_message(const char *waiting_for, int until_event
 		msg = json_tokener_parse(line);
 		if (!msg || !json_object_is_type(msg, json_type_object))
 			fail(2, waiting_for, "QEMU sent something that is not a JSON object");
-		if (!json_object_object_get_ex(msg, "event", &ev))
+		if (!json_object_object_get_ex(msg, "event", NULL))
 			return msg;
-		if (want_event && !event_data && !strcmp(json_object_get_string(ev), want_event)) {
-			if (!json_object_object_get_ex(msg, "data", &data))
-				data = NULL;
-			event_data = data ? json_object_get(data) : json_object_new_object();
-		}
 		json_object_put(msg);
-		if (until_event && event_data)
-			return NULL;
 	}
 }
 
@@ -76,7 +63,7 @@ static struct json_object *execute(const char *cmd, struct json_object *args)
 	if (write_all(rd.fd, text, strlen(text)) || write_all(rd.fd, "\n", 1))
 		fail(2, cmd, "cannot write to QEMU");
 	json_object_put(req);
-	msg = next_message(cmd, 0);
+	msg = next_message(cmd);
 	if (json_object_object_get_ex(msg, "error", &err)) {
 		if (!json_object_object_get_ex(err, "desc", &desc))
 			desc = err;
@@ -96,7 +83,7 @@ static void print(struct json_object *obj)
 
 static void __attribute__((noreturn)) usage(void)
 {
-	fprintf(stderr, "usage: qmp [-t SECONDS] [-e EVENT] SOCKET [COMMAND [ARGUMENTS-JSON]]\n");
+	fprintf(stderr, "usage: qmp [-t SECONDS] SOCKET COMMAND [ARGUMENTS-JSON]\n");
 	exit(2);
 }
 
@@ -107,21 +94,14 @@ int main(int argc, char **argv)
 	char *end;
 	int opt;
 
-	while ((opt = getopt(argc, argv, "t:e:")) != -1) {
-		switch (opt) {
-		case 't':
-			seconds = strtod(optarg, &end);
-			if (*end || seconds <= 0 || seconds > 86400)
-				fail(2, "-t", "wants a number of seconds");
-			break;
-		case 'e':
-			want_event = optarg;
-			break;
-		default:
+	while ((opt = getopt(argc, argv, "t:")) != -1) {
+		if (opt != 't')
 			usage();
-		}
+		seconds = strtod(optarg, &end);
+		if (*end || seconds <= 0 || seconds > 86400)
+			fail(2, "-t", "wants a number of seconds");
 	}
-	if (optind >= argc || (optind + 1 >= argc && !want_event) || argc - optind > 3)
+	if (argc - optind < 2 || argc - optind > 3)
 		usage();
 	sock_path = argv[optind];
 	if (optind + 2 < argc) {
@@ -134,23 +114,15 @@ int main(int argc, char **argv)
 	if (rd.fd < 0)
 		fail(2, sock_path, strerror(errno));
 
-	greeting = next_message("greeting", 0);
+	greeting = next_message("greeting");
 	if (!json_object_object_get_ex(greeting, "QMP", NULL))
 		fail(2, sock_path, "not a QMP socket");
 	json_object_put(greeting);
 	json_object_put(execute("qmp_capabilities", NULL));
 
-	if (optind + 1 < argc) {
-		ret = execute(argv[optind + 1], args);
-		print(ret);
-		json_object_put(ret);
-	}
-	if (want_event) {
-		while (!event_data)
-			json_object_put(next_message(want_event, 1));
-		print(event_data);
-		json_object_put(event_data);
-	}
+	ret = execute(argv[optind + 1], args);
+	print(ret);
+	json_object_put(ret);
 	json_object_put(args);
 	close(rd.fd);
 	return 0;

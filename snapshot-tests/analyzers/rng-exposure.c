@@ -33,21 +33,12 @@
 #include <string.h>
 #include <unistd.h>
 #include <json-c/json.h>
+#include "tool.h"
 #include "dump.h"
 
+const char *tool_name = "rng-exposure";
+
 #define RESEED_LINE "crng reseeded due to virtual machine fork"
-
-static void __attribute__((noreturn, format(printf, 1, 2))) fail(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "rng-exposure: ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(2);
-}
 
 struct input {
 	char *name, *dump_path, *console_path;
@@ -248,7 +239,7 @@ static struct json_object *judge_clone(const struct input *in, const uint32_t *s
 	}
 	json_object_object_add(o, "identical_after_snapshot", json_object_new_int64(after));
 	json_object_object_add(o, "exposure_blocks", json_object_new_int64(exposed));
-	json_object_object_add(o, "exposure_bytes", json_object_new_int64(exposed * 16));
+	json_object_object_add(o, "exposure_bytes", json_object_new_int64(exposed * RNG_BLOCK_BYTES));
 	json_object_object_add(o, "exposure_us", json_object_new_int64(us));
 	json_object_object_add(o, "diverged", json_object_new_boolean(diverged));
 	return o;
@@ -270,7 +261,7 @@ static int ends_shared(const struct dump *a, const struct dump *b, const uint32_
 int main(int argc, char **argv)
 {
 	struct json_object *out, *clones, *snap;
-	uint32_t min_window = 10000, s[DUMP_MAX_CPUS];
+	uint32_t min_window = 10000, s[DUMP_MAX_STREAMS];
 	struct input *in;
 	int opt, nin, k, m, c, pairs = 0, pairs_same = 0;
 	char *end;
@@ -286,9 +277,7 @@ int main(int argc, char **argv)
 	nin = argc - optind;
 	if (nin < 2)
 		fail("usage: rng-exposure [-w MIN_WINDOW] REF=DUMP CONTROL=DUMP CLONE=DUMP[:CONSOLE]...");
-	in = calloc(nin, sizeof(*in));
-	if (!in)
-		fail("out of memory");
+	in = xcalloc(nin, sizeof(*in));
 	for (k = 0; k < nin; k++) {
 		parse_arg(&in[k], argv[optind + k]);
 		same_shape(&in[0].d, &in[k].d, in[0].name, in[k].name);

@@ -37,21 +37,12 @@
 #include <string.h>
 #include <unistd.h>
 #include <json-c/json.h>
+#include "tool.h"
 #include "wgpcap.h"
 
+const char *tool_name = "wg-detect";
+
 #define USAGE "usage: wg-detect -p PORT [-m MARKER-PORT] [-j OUT.json] CLONE.pcap..."
-
-static void __attribute__((noreturn, format(printf, 1, 2))) fail(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "wg-detect: ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(2);
-}
 
 struct clone {
 	char *name;
@@ -230,10 +221,8 @@ int main(int argc, char **argv)
 	n = argc - optind;
 	if (n < 1)
 		fail("no capture given; " USAGE);
-	cl = calloc(n, sizeof(*cl));
-	caps = calloc(n, sizeof(*caps));
-	if (!cl || !caps)
-		fail("out of memory");
+	cl = xcalloc(n, sizeof(*cl));
+	caps = xcalloc(n, sizeof(*caps));
 	for (k = 0; k < n; k++) {
 		load(&cl[k], argv[optind + k], (uint16_t)port, (uint16_t)marker);
 		caps[k] = &cl[k].cap;

@@ -15,22 +15,6 @@
 
 /* ---- frames --------------------------------------------------------------- */
 
-#define ETH_HLEN 14
-#define ETHERTYPE_IPV4 0x0800
-#define IP_MIN_HLEN 20
-#define IP_MF 0x2000
-#define IP_OFFMASK 0x1fff
-#define PROTO_UDP 17
-#define UDP_HLEN 8
-
-#define WG_INITIATION_LEN 148
-#define WG_RESPONSE_LEN 92
-#define WG_COOKIE_LEN 64
-#define WG_DATA_HLEN 16
-#define WG_DATA_MIN_LEN 32
-#define WG_TAG_LEN 16
-#define WG_KEY_LEN 32
-
 static uint16_t be16(const uint8_t *p)
 {
 	return (uint16_t)(p[0] << 8 | p[1]);
@@ -102,30 +86,13 @@ static uint64_t payload_hash(const uint8_t *p, size_t len)
 /* A WireGuard message is told by its header and its exact size alone. */
 static int wg_message(const uint8_t *p, size_t len, struct wg_msg *m)
 {
+	const struct wg_layout *l;
+
 	memset(m, 0, sizeof(*m));
 	if (len < 4 || p[1] || p[2] || p[3])
 		return -1;
 	m->type = p[0];
-	switch (m->type) {
-	case WG_INITIATION:
-		if (len != WG_INITIATION_LEN)
-			return -1;
-		m->sender = le32(p + 4);
-		m->ephemeral = payload_hash(p + 8, WG_KEY_LEN);
-		return 0;
-	case WG_RESPONSE:
-		if (len != WG_RESPONSE_LEN)
-			return -1;
-		m->sender = le32(p + 4);
-		m->receiver = le32(p + 8);
-		m->ephemeral = payload_hash(p + 12, WG_KEY_LEN);
-		return 0;
-	case WG_COOKIE:
-		if (len != WG_COOKIE_LEN)
-			return -1;
-		m->receiver = le32(p + 4);
-		return 0;
-	case WG_DATA:
+	if (m->type == WG_DATA) {
 		if (len < WG_DATA_MIN_LEN || (len - WG_DATA_HLEN) % 16)
 			return -1;
 		m->receiver = le32(p + 4);
@@ -134,7 +101,18 @@ static int wg_message(const uint8_t *p, size_t len, struct wg_msg *m)
 		m->payload_len = len - WG_DATA_HLEN;
 		return 0;
 	}
-	return -1;
+	if (m->type < WG_INITIATION || m->type > WG_COOKIE)
+		return -1;
+	l = &wg_layouts[m->type];
+	if (len != l->len)
+		return -1;
+	if (l->sender)
+		m->sender = le32(p + l->sender);
+	if (l->receiver)
+		m->receiver = le32(p + l->receiver);
+	if (l->ephemeral)
+		m->ephemeral = payload_hash(p + l->ephemeral, WG_KEY_LEN);
+	return 0;
 }
 
 /* The UDP destination port of a frame, or -1. */
@@ -395,8 +373,13 @@ static int received_msg(struct wg_capture *c, int64_t t, const struct wg_msg *m)
 
 int wg_capture_frame(struct wg_capture *c, int64_t t_us, const uint8_t *frame, size_t len)
 {
+	uint64_t *not_wireguard[] = {
+		[WGF_MALFORMED] = &c->malformed, [WGF_NOT_UDP] = &c->not_udp,
+		[WGF_FRAGMENT] = &c->fragments, [WGF_OTHER] = &c->other,
+	};
 	struct wg_msg m;
 	int64_t t;
+	int class;
 
 	c->frames++;
 	if (c->t0_us < 0 && (!c->marker || udp_dport(frame, len) == c->marker))
@@ -406,19 +389,12 @@ int wg_capture_frame(struct wg_capture *c, int64_t t_us, const uint8_t *frame, s
 		t = 0;
 	else if (__builtin_sub_overflow(t_us, c->t0_us, &t))
 		t = INT64_MAX;
-	switch (wg_classify(frame, len, c->port, &m)) {
-	case WGF_MALFORMED:
-		c->malformed++;
+	class = wg_classify(frame, len, c->port, &m);
+	if (class <= WGF_OTHER) {
+		(*not_wireguard[class])++;
 		return 0;
-	case WGF_NOT_UDP:
-		c->not_udp++;
-		return 0;
-	case WGF_FRAGMENT:
-		c->fragments++;
-		return 0;
-	case WGF_OTHER:
-		c->other++;
-		return 0;
+	}
+	switch (class) {
 	case WGF_SENT:
 		c->sent[m.type]++;
 		return sent_msg(c, t, &m);

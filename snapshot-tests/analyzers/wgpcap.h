@@ -5,6 +5,26 @@
 #include <stdint.h>
 #include <stdio.h>
 
+/*
+ * The wire: Ethernet II, IPv4, UDP, then a WireGuard message.  wgpcap.c
+ * reads it; pcap-synth.c writes it for seeds and known-answer tests.
+ */
+#define ETH_HLEN 14
+#define ETHERTYPE_IPV4 0x0800
+#define IP_MIN_HLEN 20
+#define IP_MF 0x2000
+#define IP_OFFMASK 0x1fff
+#define PROTO_UDP 17
+#define UDP_HLEN 8
+
+#define WG_INITIATION_LEN 148
+#define WG_RESPONSE_LEN 92
+#define WG_COOKIE_LEN 64
+#define WG_DATA_HLEN 16
+#define WG_DATA_MIN_LEN 32
+#define WG_TAG_LEN 16
+#define WG_KEY_LEN 32
+
 /* WireGuard message types: the first byte, then three zero bytes. */
 enum wg_type {
 	WG_INITIATION = 1,
@@ -12,6 +32,22 @@ enum wg_type {
 	WG_COOKIE = 3,
 	WG_DATA = 4,
 	WG_NTYPES
+};
+
+/*
+ * Where the handshake messages keep their indices and ephemeral key: byte
+ * offsets into the message, 0 for a field it does not have.  Transport
+ * data is a 16-byte header (type, receiver at 4, counter at 8) and the
+ * encrypted packet with its 16-byte tag, in 16-byte steps.
+ */
+struct wg_layout {
+	size_t len, sender, receiver, ephemeral;
+};
+
+static const struct wg_layout wg_layouts[WG_NTYPES] = {
+	[WG_INITIATION] = { WG_INITIATION_LEN, 4, 0, 8 },
+	[WG_RESPONSE] = { WG_RESPONSE_LEN, 4, 8, 12 },
+	[WG_COOKIE] = { WG_COOKIE_LEN, 0, 4, 0 },
 };
 
 /* What one Ethernet frame turned out to be. */

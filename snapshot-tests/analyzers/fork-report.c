@@ -1,0 +1,456 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * fork-report: the one place that turns measured rows into verdicts.
+ *
+ *   fork-report [-f md|json|verdicts] ROW.json...
+ *
+ * A row is what snapshot-tests/lib/rows.sh wrote for one measurement: its
+ * keys ("kind" and, for "rng", "kernel", "method", "vcpus"; for "wg",
+ * "kernel", "traffic"), and either "error" or "result":
+ *  - rng: rng-exposure's output for one snapshot's reference, control and
+ *    fresh clones;
+ *  - wg: {"fresh", "control"}, wg-detect's reports of the fresh-GUID clones
+ *    and of the original-GUID controls, each clone with "delivered", the
+ *    datagrams that reached the peer.
+ *
+ * RNG verdicts:
+ *   error            the row failed, or its control could not tell a fork
+ *                    (a blind detector never passes)
+ *   no fork signal   no clone saw a new GUID
+ *   fork-safe        clones saw a new GUID and produced nothing pre-fork after it
+ *   exposure window  clones produced pre-fork output after the GUID changed
+ * WireGuard verdicts:
+ *   error            the row failed, or the controls reused no nonce (blind)
+ *   exposed          a fresh clone sent under a pre-fork key or reused a nonce
+ *   not rekeyed      nothing exposed, but a fresh clone never completed a
+ *                    new handshake
+ *   safe             nothing exposed and every fresh clone rekeyed
+ *
+ * -f md (the default) prints Markdown tables, RNG rows grouped by kernel,
+ * then the WireGuard rows; -f json the rows with "verdict" and "why"
+ * added, as one array; -f verdicts one JSON object per line and row, the
+ * verdict and the figures tests assert on, by name.  Exit 0, or 2 with one
+ * line on bad usage or a row that is not a JSON object.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <json-c/json.h>
+#include "tool.h"
+
+const char *tool_name = "fork-report";
+
+/* ---- reading rows -------------------------------------------------------- */
+
+static struct json_object *get(struct json_object *o, const char *key)
+{
+	struct json_object *v;
+
+	return o && json_object_object_get_ex(o, key, &v) ? v : NULL;
+}
+
+static const char *str(struct json_object *o, const char *key)
+{
+	struct json_object *v = get(o, key);
+
+	return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+}
+
+static long long num(struct json_object *o, const char *key)
+{
+	return json_object_get_int64(get(o, key));
+}
+
+static int flag(struct json_object *o, const char *key)
+{
+	return json_object_get_boolean(get(o, key));
+}
+
+static struct json_object *array(struct json_object *o, const char *key)
+{
+	struct json_object *v = get(o, key);
+
+	return v && json_object_is_type(v, json_type_array) ? v : NULL;
+}
+
+/* ---- spreads over clones ------------------------------------------------- */
+
+/* min/median/max over n values (sorted here), and how many. */
+struct spread {
+	long long min, med, max;
+	size_t n;
+};
+
+static int cmp_ll(const void *a, const void *b)
+{
+	long long x = *(const long long *)a, y = *(const long long *)b;
+
+	return (x > y) - (x < y);
+}
+
+static struct spread spread_of(long long *v, size_t n)
+{
+	struct spread s = { -1, -1, -1, n };
+
+	if (n) {
+		qsort(v, n, sizeof(*v), cmp_ll);
+		s.min = v[0];
+		s.med = v[(n - 1) / 2];
+		s.max = v[n - 1];
+	}
+	return s;
+}
+
+/*
+ * The spread of KEY / DIV over the clones of ARR; with only_if, over the
+ * clones where that flag is true; with nonneg, over the values >= 0 (the
+ * others mean "never").
+ */
+static struct spread clone_spread(struct json_object *arr, const char *key, long long div,
+				  const char *only_if, int nonneg)
+{
+	size_t i, n = 0, len = arr ? json_object_array_length(arr) : 0;
+	long long *v = xcalloc(len, sizeof(*v)), x;
+	struct spread s;
+
+	for (i = 0; i < len; i++) {
+		struct json_object *c = json_object_array_get_idx(arr, i);
+
+		if (only_if && !flag(c, only_if))
+			continue;
+		x = num(c, key);
+		if (nonneg && x < 0)
+			continue;
+		v[n++] = x / div;
+	}
+	s = spread_of(v, n);
+	free(v);
+	return s;
+}
+
+static const char *fmt_spread(char *buf, size_t len, struct spread s, int count)
+{
+	if (!s.n)
+		snprintf(buf, len, count ? "never" : "-");
+	else if (count)
+		snprintf(buf, len, "%lld/%lld/%lld (%zu)", s.min, s.med, s.max, s.n);
+	else
+		snprintf(buf, len, "%lld/%lld/%lld", s.min, s.med, s.max);
+	return buf;
+}
+
+static long long clone_sum(struct json_object *arr, const char *key)
+{
+	size_t i, len = arr ? json_object_array_length(arr) : 0;
+	long long s = 0;
+
+	for (i = 0; i < len; i++)
+		s += num(json_object_array_get_idx(arr, i), key);
+	return s;
+}
+
+static int clone_count(struct json_object *arr, const char *key, long long above)
+{
+	size_t i, len = arr ? json_object_array_length(arr) : 0;
+	int n = 0;
+
+	for (i = 0; i < len; i++)
+		n += num(json_object_array_get_idx(arr, i), key) > above;
+	return n;
+}
+
+/* ---- verdicts ------------------------------------------------------------ */
+
+struct row {
+	struct json_object *json, *result, *clones, *control;
+	const char *kind, *kernel, *verdict;
+	char why[256];
+	/* rng */
+	int changed, diverged, reseeded, reseeded_once, control_reseeds;
+	long long shared;
+	/* wg */
+	long long prefork, reuse, control_reuse;
+	int rekeyed, delivering;
+};
+
+static int error_row(struct row *r, const char *why)
+{
+	r->verdict = "error";
+	snprintf(r->why, sizeof(r->why), "%s", why);
+	return 1;
+}
+
+/* What every row has; 1 when it is already an error row. */
+static int judge_common(struct row *r)
+{
+	r->kind = str(r->json, "kind");
+	r->kernel = str(r->json, "kernel");
+	if (!r->kind || !r->kernel) {
+		r->kind = r->kind ? r->kind : "?";
+		r->kernel = r->kernel ? r->kernel : "?";
+		return error_row(r, "row lacks its kind or kernel");
+	}
+	if (str(r->json, "error"))
+		return error_row(r, str(r->json, "error"));
+	r->result = get(r->json, "result");
+	if (!r->result)
+		return error_row(r, "row has neither a result nor an error");
+	return 0;
+}
+
+static void judge_rng(struct row *r)
+{
+	size_t i;
+
+	r->clones = array(r->result, "clones");
+	r->control = get(r->result, "control");
+	if (!r->clones || !r->control) {
+		error_row(r, "row has no analyzer result");
+		return;
+	}
+	for (i = 0; i < json_object_array_length(r->clones); i++) {
+		struct json_object *c = json_object_array_get_idx(r->clones, i);
+
+		r->changed += flag(c, "guid_changed");
+		r->diverged += flag(c, "diverged");
+		r->reseeded += flag(c, "reseed_logged");
+		r->reseeded_once += num(c, "reseed_lines") == 1;
+		if (!i || num(c, "identical_after_snapshot") < r->shared)
+			r->shared = num(c, "identical_after_snapshot");
+	}
+	r->control_reseeds = (int)num(r->control, "reseed_lines");
+	if (!flag(r->control, "identical"))
+		snprintf(r->why, sizeof(r->why),
+			 "control diverged at block %lld: the recording cannot tell a fork (blind detector)",
+			 num(r->control, "diverged_at_seq"));
+	else if (!flag(r->control, "window_ok"))
+		snprintf(r->why, sizeof(r->why), "only %lld blocks recorded after the snapshot",
+			 num(r->control, "window_blocks"));
+	if (*r->why)
+		r->verdict = "error";
+	else if (!r->changed)
+		r->verdict = "no fork signal";
+	else if (clone_spread(r->clones, "exposure_blocks", 1, "guid_changed", 0).max == 0)
+		r->verdict = "fork-safe";
+	else
+		r->verdict = "exposure window";
+}
+
+static void judge_wg(struct row *r)
+{
+	struct json_object *fresh = get(r->result, "fresh");
+
+	r->clones = array(fresh, "clones");
+	r->control = get(r->result, "control");
+	if (!r->clones || !array(r->control, "clones")) {
+		error_row(r, "row has no detector result");
+		return;
+	}
+	r->prefork = clone_sum(r->clones, "prefork_packets");
+	r->reuse = num(fresh, "nonce_reuse_pairs");
+	r->control_reuse = num(r->control, "nonce_reuse_pairs");
+	r->rekeyed = clone_count(r->clones, "handshake_us", -1);
+	r->delivering = clone_count(r->clones, "delivered", 0);
+	if (r->control_reuse == 0)
+		error_row(r, "no nonce reuse between controls that share everything: the detector is blind");
+	else if (r->prefork || r->reuse)
+		r->verdict = "exposed";
+	else if (r->rekeyed < (int)json_object_array_length(r->clones))
+		r->verdict = "not rekeyed";
+	else
+		r->verdict = "safe";
+}
+
+static void judge(struct row *r)
+{
+	if (judge_common(r))
+		return;
+	if (!strcmp(r->kind, "rng"))
+		judge_rng(r);
+	else if (!strcmp(r->kind, "wg"))
+		judge_wg(r);
+	else
+		error_row(r, "unknown kind of row");
+}
+
+/* ---- Markdown ------------------------------------------------------------ */
+
+static const char *key_str(const struct row *r, const char *key)
+{
+	const char *s = str(r->json, key);
+
+	return s ? s : "?";
+}
+
+static void md_rng_row(const struct row *r)
+{
+	char blocks[64], bytes[64], us[64];
+	int n = r->clones ? (int)json_object_array_length(r->clones) : 0;
+
+	printf("| %s | %lld | ", key_str(r, "method"), num(r->json, "vcpus"));
+	if (!strcmp(r->verdict, "error") && !r->clones) {
+		printf(" |  |  |  |  |  | error: %s |\n", r->why);
+		return;
+	}
+	fmt_spread(blocks, sizeof(blocks), clone_spread(r->clones, "exposure_blocks", 1, "guid_changed", 0), 0);
+	fmt_spread(bytes, sizeof(bytes), clone_spread(r->clones, "exposure_bytes", 1, "guid_changed", 0), 0);
+	fmt_spread(us, sizeof(us), clone_spread(r->clones, "exposure_us", 1, "guid_changed", 0), 0);
+	printf("%d/%d | %d/%d | %s | %s | %s | %lld | %s%s%s |\n", r->changed, n, r->reseeded, n,
+	       blocks, bytes, us, r->shared, r->verdict, *r->why ? ": " : "", r->why);
+}
+
+static void md_rng(const struct row *rows, int n)
+{
+	const char *kernels[64];
+	int nk = 0, i, k;
+
+	for (i = 0; i < n; i++) {
+		if (strcmp(rows[i].kind, "rng"))
+			continue;
+		for (k = 0; k < nk && strcmp(kernels[k], rows[i].kernel); k++)
+			;
+		if (k == nk && nk < 64)
+			kernels[nk++] = rows[i].kernel;
+	}
+	for (k = 0; k < nk; k++) {
+		printf("\n### Kernel: %s\n\n", kernels[k]);
+		printf("| method | vCPUs | GUID changed | reseed logged | exposure blocks min/med/max | bytes | µs | shared | verdict |\n");
+		printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+		for (i = 0; i < n; i++)
+			if (!strcmp(rows[i].kind, "rng") && !strcmp(rows[i].kernel, kernels[k]))
+				md_rng_row(&rows[i]);
+	}
+}
+
+static void md_wg_row(const struct row *r)
+{
+	char pre[64], ini[64], hs[64], data[64], del[64];
+	int n;
+
+	printf("| %s | %s | ", r->kernel, key_str(r, "traffic"));
+	if (!strcmp(r->verdict, "error") && !r->clones) {
+		printf("error: %s |\n", r->why);
+		return;
+	}
+	n = (int)json_object_array_length(r->clones);
+	printf("%s%s%s | %s | %lld | %lld | %d/%d | %s | %s | %s | %s |\n", r->verdict,
+	       *r->why ? ": " : "", r->why,
+	       fmt_spread(pre, sizeof(pre), clone_spread(r->clones, "prefork_packets", 1, NULL, 1), 1),
+	       r->reuse, r->control_reuse, r->rekeyed, n,
+	       fmt_spread(ini, sizeof(ini), clone_spread(r->clones, "first_initiation_us", 1000, NULL, 1), 1),
+	       fmt_spread(hs, sizeof(hs), clone_spread(r->clones, "handshake_us", 1000, NULL, 1), 1),
+	       fmt_spread(data, sizeof(data), clone_spread(r->clones, "first_new_data_us", 1000, NULL, 1), 1),
+	       fmt_spread(del, sizeof(del), clone_spread(r->clones, "delivered", 1, NULL, 1), 1));
+}
+
+static void md_wg(const struct row *rows, int n)
+{
+	int i, any = 0;
+
+	for (i = 0; i < n; i++) {
+		if (strcmp(rows[i].kind, "wg"))
+			continue;
+		if (!any++) {
+			printf("\n| kernel | tunnel | verdict | pre-fork-key packets | nonce-reuse pairs | control reuse pairs | rekeyed | first initiation ms | handshake done ms | first new data ms | datagrams delivered |\n");
+			printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+		}
+		md_wg_row(&rows[i]);
+	}
+}
+
+/* ---- verdict lines ------------------------------------------------------- */
+
+static void add_int(struct json_object *o, const char *key, long long v)
+{
+	json_object_object_add(o, key, json_object_new_int64(v));
+}
+
+static void add_str(struct json_object *o, const char *key, const char *v)
+{
+	json_object_object_add(o, key, json_object_new_string(v));
+}
+
+/* The row's keys, its verdict, and the figures the tests assert on. */
+static struct json_object *verdict_of(const struct row *r)
+{
+	struct json_object *o = json_object_new_object();
+	int n = r->clones ? (int)json_object_array_length(r->clones) : 0;
+
+	json_object_object_foreach(r->json, key, val) {
+		if (json_object_is_type(val, json_type_string) || json_object_is_type(val, json_type_int))
+			json_object_object_add(o, key, json_object_get(val));
+	}
+	add_str(o, "verdict", r->verdict);
+	add_str(o, "why", r->why);
+	add_int(o, "clones", n);
+	if (!strcmp(r->kind, "rng") && r->clones) {
+		add_int(o, "guid_changed", r->changed);
+		add_int(o, "diverged", r->diverged);
+		add_int(o, "reseeded_once", r->reseeded_once);
+		add_int(o, "control_reseeds", r->control_reseeds);
+		add_int(o, "exposure_max", clone_spread(r->clones, "exposure_blocks", 1, "guid_changed", 0).max);
+		add_int(o, "exposure_bytes_max",
+			clone_spread(r->clones, "exposure_bytes", 1, "guid_changed", 0).max);
+	} else if (!strcmp(r->kind, "wg") && r->clones) {
+		add_int(o, "prefork_packets", r->prefork);
+		add_int(o, "nonce_reuse_pairs", r->reuse);
+		add_int(o, "control_reuse_pairs", r->control_reuse);
+		add_int(o, "rekeyed", r->rekeyed);
+		add_int(o, "delivering", r->delivering);
+	}
+	return o;
+}
+
+int main(int argc, char **argv)
+{
+	const char *format = "md";
+	struct json_object *all;
+	struct row *rows;
+	int opt, n, i;
+
+	while ((opt = getopt(argc, argv, "f:")) != -1) {
+		if (opt != 'f')
+			fail("usage: fork-report [-f md|json|verdicts] ROW.json...");
+		format = optarg;
+	}
+	if (strcmp(format, "md") && strcmp(format, "json") && strcmp(format, "verdicts"))
+		fail("-f wants md, json or verdicts, not '%s'", format);
+	n = argc - optind;
+	if (n < 1)
+		fail("no rows given");
+	rows = xcalloc(n, sizeof(*rows));
+	for (i = 0; i < n; i++) {
+		rows[i].json = json_object_from_file(argv[optind + i]);
+		if (!rows[i].json || !json_object_is_type(rows[i].json, json_type_object))
+			fail("%s is not a JSON object", argv[optind + i]);
+		judge(&rows[i]);
+	}
+	if (!strcmp(format, "md")) {
+		md_rng(rows, n);
+		md_wg(rows, n);
+	} else if (!strcmp(format, "verdicts")) {
+		for (i = 0; i < n; i++) {
+			struct json_object *v = verdict_of(&rows[i]);
+
+			puts(json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
+			json_object_put(v);
+		}
+	} else {
+		all = json_object_new_array();
+		for (i = 0; i < n; i++) {
+			json_object_object_add(rows[i].json, "verdict", json_object_new_string(rows[i].verdict));
+			json_object_object_add(rows[i].json, "why", json_object_new_string(rows[i].why));
+			json_object_array_add(all, json_object_get(rows[i].json));
+		}
+		puts(json_object_to_json_string_ext(all, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED));
+		json_object_put(all);
+	}
+	if (fflush(stdout))
+		fail("cannot write the report");
+	for (i = 0; i < n; i++)
+		json_object_put(rows[i].json);
+	free(rows);
+	return 0;
+}
