@@ -7,5 +7,5 @@ set -euo pipefail
 . "$(dirname "$0")/qemu.sh"
 [ $# -eq 1 ] || die "usage: accel-probe.sh KERNEL"
 [ -f "$1" ] || die "accel-probe: kernel $1 not found"
-qemu_require
+qemu_setup
 qemu_accel "$1"

@@ -3,9 +3,9 @@
 #
 # The suite runs its own virtlogd and libvirtd (there is no systemd here),
 # as root on qemu:///system, and stops them, with every domain it defined,
-# when the sourcing shell exits.  The domain XML below is libvirt's half of
-# the QEMU command line: the same machine, kernel, console and agent port
-# as qemu_args, with <genid/> instead of -device vmgenid.
+# when the shell that started them exits.  The domain XML below is
+# libvirt's rendering of the machine described in machine.sh, as
+# machine_qemu_args is QEMU's.
 
 VIRSH=(virsh -q -c qemu:///system)
 LIBVIRT_CONF=/etc/libvirt/qemu.conf
@@ -27,8 +27,10 @@ libvirt_configure() {
 	EOF
 }
 
+LIBVIRTD_TIMEOUT=30 # start of libvirtd to its first answer
+
 libvirt_start() {
-	local d i pid
+	local d pid
 	[ -z "${LIBVIRT_PID[libvirtd]:-}" ] || return 0
 	command -v libvirtd >/dev/null || die "libvirt: libvirtd not found: run 'make deps'"
 	getent passwd libvirt-qemu >/dev/null || die "libvirt: no libvirt-qemu user: run 'make deps'"
@@ -42,12 +44,14 @@ libvirt_start() {
 	LIBVIRT_PID[virtlogd]=$!
 	libvirtd >"$RUN_DIR/libvirt/libvirtd.log" 2>&1 &
 	LIBVIRT_PID[libvirtd]=$!
-	for ((i = 0; i < 300; i++)); do
-		"${VIRSH[@]}" version >/dev/null 2>&1 && return 0
-		kill -0 "${LIBVIRT_PID[libvirtd]}" 2>/dev/null || break
-		sleep 0.1
-	done
-	die "libvirt: libvirtd did not come up: $(tail -n 1 "$RUN_DIR/libvirt/libvirtd.log")"
+	if ! wait_until "$LIBVIRTD_TIMEOUT" libvirt_settled || not_running "${LIBVIRT_PID[libvirtd]}"; then
+		die "libvirt: libvirtd did not come up: $(tail -n 1 "$RUN_DIR/libvirt/libvirtd.log")"
+	fi
+}
+
+# libvirtd answers, or has died.
+libvirt_settled() {
+	not_running "${LIBVIRT_PID[libvirtd]}" || "${VIRSH[@]}" version >/dev/null 2>&1
 }
 
 libvirt_cleanup() {
@@ -64,21 +68,37 @@ libvirt_cleanup() {
 }
 CLEANUP_HOOKS+=(libvirt_cleanup)
 
-# libvirt_domain_xml NAME KERNEL VCPUS DISK
+# libvirt_domain_xml: libvirt's rendering of the machine described last
+# (machine.sh), with <genid/> for the vmgenid device.  A part of the
+# description that libvirt cannot express here is an error, not dropped.
 libvirt_domain_xml() {
-	local name=$1 kernel=$2 vcpus=$3 disk=$4 dir
-	dir=$(guest_dir "$name")
+	local dir type=qemu genid="" disk=""
+	dir=$(guest_dir "${MACHINE[name]}")
+	[ "${MACHINE[accel]}" = kvm ] && type=kvm
+	if [ -n "${MACHINE[net]}${MACHINE[pcap]}" ] || [ "${#QEMU_PROCESS[@]}" -gt 0 ]; then
+		echo "libvirt: the domain XML has no network, capture or QEMU process options" >&2
+		return 1
+	fi
+	case "${MACHINE[guid]}" in
+	none) ;;
+	auto) genid="<genid/>" ;;
+	*) genid="<genid>${MACHINE[guid]}</genid>" ;;
+	esac
+	if [ -n "${MACHINE[disk]}" ]; then
+		disk="<disk type='file' device='disk'><driver name='qemu' type='qcow2' cache='unsafe'/>"
+		disk+="<source file='${MACHINE[disk]}'/><target dev='vda' bus='virtio'/></disk>"
+	fi
 	cat <<-EOF
-		<domain type='qemu'>
-		  <name>forksafe-$name</name>
-		  <memory unit='MiB'>$GUEST_MEM</memory>
-		  <vcpu>$vcpus</vcpu>
-		  <genid/>
+		<domain type='$type'>
+		  <name>$(libvirt_dom "${MACHINE[name]}")</name>
+		  <memory unit='MiB'>${MACHINE[mem]}</memory>
+		  <vcpu>${MACHINE[smp]}</vcpu>
+		  $genid
 		  <os>
 		    <type arch='x86_64' machine='q35'>hvm</type>
-		    <kernel>$kernel</kernel>
-		    <initrd>$INITRAMFS</initrd>
-		    <cmdline>console=ttyS0 panic=-1 forksafe.role=agent</cmdline>
+		    <kernel>${MACHINE[kernel]}</kernel>
+		    <initrd>${MACHINE[initrd]}</initrd>
+		    <cmdline>${MACHINE[cmdline]}</cmdline>
 		  </os>
 		  <features><acpi/></features>
 		  <on_poweroff>destroy</on_poweroff>
@@ -86,11 +106,7 @@ libvirt_domain_xml() {
 		  <on_crash>destroy</on_crash>
 		  <devices>
 		    <emulator>$(command -v "$QEMU")</emulator>
-		    <disk type='file' device='disk'>
-		      <driver name='qemu' type='qcow2' cache='unsafe'/>
-		      <source file='$disk'/>
-		      <target dev='vda' bus='virtio'/>
-		    </disk>
+		    $disk
 		    <serial type='file'><source path='$dir/console.log' append='on'/><target port='0'/></serial>
 		    <channel type='unix'>
 		      <source mode='bind' path='$dir/agent.sock'/>
@@ -122,13 +138,15 @@ libvirt_pin_guid() {
 
 libvirt_dom() { echo "forksafe-$1"; }
 
-# libvirt_boot NAME KERNEL VCPUS DISK: define and start, wait for the agent.
+# libvirt_boot NAME KERNEL [options of machine]: define and start, wait
+# for the agent.
 libvirt_boot() {
 	local name=$1 dir
-	libvirt_start
+	libvirt_start || return 1
 	dir=$(guest_dir "$name")
 	mkdir -p "$dir"
-	libvirt_domain_xml "$@" >"$dir/domain.xml"
+	machine "$@" || return 1
+	libvirt_domain_xml >"$dir/domain.xml" || return 1
 	"${VIRSH[@]}" define "$dir/domain.xml" >/dev/null || return 1
 	LIBVIRT_DOMAINS+=("$(libvirt_dom "$name")")
 	"${VIRSH[@]}" start "$(libvirt_dom "$name")" >/dev/null || return 1

@@ -1,11 +1,13 @@
 # shellcheck shell=bash
-# Starting, talking to and stopping forksafe guests.  Sourced, not run.
+# Starting, talking to and stopping forksafe guests.  Sourced, not run;
+# sourcing only defines things.  A script that starts guests calls
+# qemu_setup first.
 #
-# This is the one place that knows the QEMU command line.  Each guest gets a
-# directory under $RUN_DIR named after it, holding its QMP socket, the
-# agent's virtio-serial socket, the serial console log and QEMU's output.
-# Every QEMU started here is recorded and stopped by PID when the sourcing
-# shell exits, fails or is interrupted.
+# Each guest gets a directory under $RUN_DIR named after it, holding its
+# QMP socket, the agent's virtio-serial socket, the serial console log and
+# QEMU's output.  Every QEMU and switch started here is recorded and
+# stopped by PID when the shell that started it exits, fails or is
+# interrupted.  The machine itself is described in machine.sh.
 
 FORKSAFE_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=${FORKSAFE_BUILD:-$FORKSAFE_ROOT/build}
@@ -13,29 +15,77 @@ QEMU=${QEMU:-qemu-system-x86_64}
 INITRAMFS=${INITRAMFS:-$BUILD/initramfs.cpio}
 QMP_TOOL=$BUILD/qmp
 AGENT_TOOL=$BUILD/agent-call
-BOOT_TIMEOUT=${BOOT_TIMEOUT:-90}
 GUEST_MEM=${GUEST_MEM:-256}
-AGENT_PORT=org.forksafe.agent
+# The agent's port, from the header the agent is built with.
+AGENT_PORT=$(sed -n 's/^#define AGENT_PORT "\(.*\)"$/\1/p' "$FORKSAFE_ROOT/guest/protocol.h")
 
-RUN_DIR=$(mktemp -d /tmp/forksafe.XXXXXX)
-declare -A GUEST_PID=()
-SWITCH_PIDS=()
-CLEANUP_HOOKS=() # run first on exit (libvirt.sh stops its daemons there)
+# ---- waits --------------------------------------------------------------------
+# Every wait has a timeout, in seconds, named here.
+BOOT_TIMEOUT=${BOOT_TIMEOUT:-90}  # start of QEMU to the agent's first answer
+QMP_START_TIMEOUT=10              # start of QEMU to QMP's first answer
+STOP_TIMEOUT=5                    # SIGTERM to SIGKILL
+POWEROFF_TIMEOUT=30               # the agent's poweroff to QEMU's exit
+QUIT_TIMEOUT=10                   # QMP quit to QEMU's exit
+KVM_PROBE_TIMEOUT=15              # a KVM guest that boots does so in about 1 s
+CALL_TIMEOUT=30                   # one agent request
+QMP_TIMEOUT=10                    # one QMP command
+POLL_INTERVAL=0.1                 # between two looks at something awaited
 
 die() { echo "$*" >&2; exit 1; }
 
-# ---- cleanup ------------------------------------------------------------------
-# A process we started gets a polite SIGTERM, then SIGKILL after five seconds.
-stop_pid() {
-	local pid=$1 i
-	kill "$pid" 2>/dev/null || return 0
-	for ((i = 0; i < 50; i++)); do
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.1
+# Progress lines go to the terminal's stderr, also from inside a row
+# whose stderr is captured (snapshot-tests/lib/rows.sh sets PROGRESS_FD).
+progress() { echo "$*" >&"${PROGRESS_FD:-2}"; }
+
+# wait_until SECONDS COMMAND...: COMMAND until it succeeds; 1 after SECONDS.
+wait_until() {
+	local deadline=$((SECONDS + $1 + 1))
+	shift
+	until "$@"; do
+		[ "$SECONDS" -lt "$deadline" ] || return 1
+		sleep "$POLL_INTERVAL"
 	done
-	kill -9 "$pid" 2>/dev/null || true
+}
+
+sleep_ms() { sleep "$(($1 / 1000)).$(printf '%03d' $(($1 % 1000)))"; }
+
+# ---- setup and cleanup ----------------------------------------------------------
+declare -A GUEST_PID=()
+SWITCH_PIDS=()
+CLEANUP_HOOKS=() # run first on cleanup (libvirt.sh stops its domains and daemons)
+
+# qemu_setup: the run directory and the traps that stop everything this
+# shell starts.  qemu_setup_row, in the child shell that runs one
+# measurement of a run: the parent's RUN_DIR, and traps that stop only
+# what the child started.
+qemu_setup() {
+	RUN_DIR=$(mktemp -d /tmp/forksafe.XXXXXX)
+	export RUN_DIR
+	qemu_traps 'qemu_cleanup; run_dir_cleanup'
+}
+
+qemu_setup_row() {
+	[ -d "${RUN_DIR:-}" ] || die "qemu: a row needs its parent's RUN_DIR"
+	qemu_traps qemu_cleanup
+}
+
+qemu_traps() {
+	# shellcheck disable=SC2064 # the handler is chosen now, on purpose
+	trap "$1" EXIT
+	trap 'exit 130' INT
+	trap 'exit 143' TERM
+	qemu_require
+}
+
+# A process we started gets a polite SIGTERM, then SIGKILL.
+stop_pid() {
+	local pid=$1
+	kill "$pid" 2>/dev/null || return 0
+	wait_until "$STOP_TIMEOUT" not_running "$pid" || kill -9 "$pid" 2>/dev/null || true
 	wait "$pid" 2>/dev/null || true
 }
+
+not_running() { ! kill -0 "$1" 2>/dev/null; }
 
 qemu_cleanup() {
 	local name hook
@@ -44,84 +94,38 @@ qemu_cleanup() {
 	GUEST_PID=()
 	for name in "${SWITCH_PIDS[@]}"; do stop_pid "$name"; done
 	SWITCH_PIDS=()
+}
+
+run_dir_cleanup() {
 	if [ -n "${KEEP_RUN_DIR:-}" ]; then
 		echo "# kept $RUN_DIR" >&2
 	else
 		rm -rf "$RUN_DIR"
 	fi
 }
-trap qemu_cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
 
-# ---- prerequisites ------------------------------------------------------------
 qemu_require() {
 	local f
 	command -v "$QEMU" >/dev/null || die "qemu: $QEMU not found: run 'make deps' or set QEMU="
 	for f in "$INITRAMFS" "$QMP_TOOL" "$AGENT_TOOL"; do
 		[ -e "$f" ] || die "qemu: $f is missing: run 'make guest tools'"
 	done
+	[ -n "$AGENT_PORT" ] || die "qemu: no AGENT_PORT in guest/protocol.h"
 }
 
-# ---- the command line ---------------------------------------------------------
-# qemu_args DIR KERNEL ACCEL [options], result in QEMU_ARGS.
-#   --smp N  --guid GUID|auto  --no-vmgenid  --role ROLE  --append "K=V ..."
-#   --disk FILE (qcow2 for savevm)  --loadvm TAG  --incoming URI  --extra ARG
-#   --net SWITCH,MAC (virtio-net on a switch_start switch)  --pcap FILE (its traffic)
-qemu_args() {
-	local dir=$1 kernel=$2 accel=$3 smp=1 guid=auto role=agent append="" vmgenid=1
-	local -a extra=()
-	shift 3
-	while [ $# -gt 0 ]; do
-		case "$1" in
-		--smp) smp=$2; shift ;;
-		--guid) guid=$2; shift ;;
-		--no-vmgenid) vmgenid=0 ;;
-		--role) role=$2; shift ;;
-		--append) append=$2; shift ;;
-		--disk) extra+=(-drive "if=none,id=snapdisk,format=qcow2,cache=unsafe,file=$2"); shift ;;
-		--loadvm) extra+=(-loadvm "$2"); shift ;;
-		--incoming) extra+=(-incoming "$2"); shift ;;
-		--extra) extra+=("$2"); shift ;;
-		--net)
-			extra+=(-netdev "vde,id=net0,sock=${2%,*}" -device "virtio-net-pci,netdev=net0,mac=${2##*,}")
-			shift
-			;;
-		--pcap) extra+=(-object "filter-dump,id=dump0,netdev=net0,file=$2"); shift ;;
-		*) die "qemu: unknown guest option '$1'" ;;
-		esac
-		shift
-	done
-	QEMU_ARGS=(
-		-nodefaults -no-user-config -display none -no-reboot
-		-machine q35 -accel "$accel" -m "$GUEST_MEM" -smp "$smp"
-		-kernel "$kernel" -initrd "$INITRAMFS"
-		-append "console=ttyS0 panic=-1 forksafe.role=$role $append"
-		-serial "file:$dir/console.log"
-		-qmp "unix:$dir/qmp.sock,server=on,wait=off"
-		-chardev "socket,id=agent,path=$dir/agent.sock,server=on,wait=off"
-		-device "virtio-serial-pci,id=vser"
-		-device "virtserialport,bus=vser.0,chardev=agent,name=$AGENT_PORT"
-	)
-	if [ "$vmgenid" = 1 ]; then
-		QEMU_ARGS+=(-device "vmgenid,id=vmgenid0,guid=$guid")
-	fi
-	QEMU_ARGS+=("${extra[@]}")
-}
+# shellcheck source=machine.sh
+. "$FORKSAFE_ROOT/qemu-scripts/machine.sh"
 
 # ---- the network --------------------------------------------------------------
 # switch_start NAME: a user-space Ethernet switch (vde2, no privileges) for
 # guests started with --net; sets SWITCH_DIR, the directory --net wants.
 switch_start() {
-	local dir=$RUN_DIR/$1.switch i
+	local dir=$RUN_DIR/$1.switch
 	command -v vde_switch >/dev/null || die "qemu: vde_switch not found: run 'make deps' (package vde2)"
 	vde_switch --daemon --sock "$dir" --pidfile "$dir.pid" >"$dir.out" 2>&1 ||
 		die "qemu: vde_switch failed: $(head -n 1 "$dir.out")"
-	for ((i = 0; i < 50; i++)); do
-		[ -s "$dir.pid" ] && [ -S "$dir/ctl" ] && break
-		sleep 0.1
-	done
-	[ -s "$dir.pid" ] || die "qemu: vde_switch wrote no pid file"
+	wait_until "$STOP_TIMEOUT" test -s "$dir.pid" -a -S "$dir/ctl" ||
+		die "qemu: vde_switch wrote no pid file"
 	SWITCH_PIDS+=("$(cat "$dir.pid")")
 	# shellcheck disable=SC2034 # for the caller
 	SWITCH_DIR=$dir
@@ -130,9 +134,9 @@ switch_start() {
 # ---- the accelerator ----------------------------------------------------------
 # /dev/kvm can exist while nested KVM fails at the first guest instruction
 # ('KVM internal error'), so a throwaway guest decides: KVM only if it boots
-# to our init under KVM (it does so in about a second; a failing one hangs,
-# so the probe gives up after 15 s).  ACCEL=tcg|kvm skips the probe, and
-# snapshot-tests/run.sh probes once and exports the answer.  Prints the choice.
+# to our init under KVM.  ACCEL=tcg|kvm skips the probe, and
+# snapshot-tests/run.sh probes once and exports the answer; within a run the
+# answer is kept in $RUN_DIR/accel.  Prints the choice.
 qemu_accel() {
 	local kernel=$1 dir=$RUN_DIR/kvm-probe why
 	if [ -n "${ACCEL:-}" ]; then
@@ -146,8 +150,9 @@ qemu_accel() {
 	mkdir -p "$dir"
 	why="no /dev/kvm"
 	if [ -w /dev/kvm ]; then
-		qemu_args "$dir" "$kernel" kvm --role probe --no-vmgenid
-		timeout -k 5 15 "$QEMU" "${QEMU_ARGS[@]}" >"$dir/qemu.out" 2>&1 || true
+		ACCEL=kvm machine kvm-probe "$kernel" --role probe --no-vmgenid
+		machine_qemu_args
+		timeout -k 5 "$KVM_PROBE_TIMEOUT" "$QEMU" "${QEMU_ARGS[@]}" >"$dir/qemu.out" 2>&1 || true
 		if grep -q 'probe ok' "$dir/console.log" 2>/dev/null; then
 			why=""
 		else
@@ -165,36 +170,36 @@ qemu_accel() {
 # ---- one guest ----------------------------------------------------------------
 guest_dir() { echo "$RUN_DIR/$1"; }
 
-# guest_start NAME KERNEL [options of qemu_args]: start QEMU in the background.
+# guest_start NAME KERNEL [options of machine]: start QEMU in the background,
+# return once QMP answers.
 guest_start() {
-	local name=$1 kernel=$2 dir accel pid i
-	shift 2
-	[ -f "$kernel" ] || die "qemu: kernel $kernel not found"
+	local name=$1 kernel=$2 dir pid
+	[ -f "$kernel" ] || { echo "qemu: kernel $kernel not found" >&2; return 1; }
 	dir=$(guest_dir "$name")
-	[ -z "${GUEST_PID[$name]:-}" ] || die "qemu: guest $name is already running"
+	[ -z "${GUEST_PID[$name]:-}" ] || { echo "qemu: guest $name is already running" >&2; return 1; }
 	mkdir -p "$dir"
-	accel=$(qemu_accel "$kernel")
-	qemu_args "$dir" "$kernel" "$accel" "$@"
+	machine "$@" || return 1
+	machine_qemu_args
 	printf '%q ' "$QEMU" "${QEMU_ARGS[@]}" >"$dir/cmdline"
 	"$QEMU" "${QEMU_ARGS[@]}" </dev/null >"$dir/qemu.out" 2>&1 &
 	pid=$!
 	GUEST_PID[$name]=$pid
 	# A bad option, a locked disk or a snapshot that does not load ends
 	# QEMU during start-up; QMP answers only once start-up is over.
-	for ((i = 0; i < 40; i++)); do
-		if [ -S "$dir/qmp.sock" ] && guest_qmp "$name" -t 2 query-status >/dev/null 2>&1; then
-			return 0
-		fi
-		if ! kill -0 "$pid" 2>/dev/null; then
-			wait "$pid" 2>/dev/null || true
-			unset "GUEST_PID[$name]"
-			echo "qemu: $name failed to start: $(guest_qemu_error "$name")" >&2
-			return 1
-		fi
-		sleep 0.25
-	done
-	echo "qemu: $name: QMP did not answer during start-up" >&2
+	if wait_until "$QMP_START_TIMEOUT" qmp_answers_or_exits "$name"; then
+		guest_running "$name" && return 0
+		wait "$pid" 2>/dev/null || true
+		unset "GUEST_PID[$name]"
+		echo "qemu: $name failed to start: $(guest_qemu_error "$name")" >&2
+		return 1
+	fi
+	echo "qemu: $name: QMP did not answer within ${QMP_START_TIMEOUT}s of start-up" >&2
 	return 1
+}
+
+qmp_answers_or_exits() {
+	! guest_running "$1" ||
+		{ [ -S "$(guest_dir "$1")/qmp.sock" ] && guest_qmp "$1" -t 2 query-status >/dev/null 2>&1; }
 }
 
 # The first line of what QEMU said, for error messages.
@@ -216,7 +221,7 @@ guest_state() {
 
 # guest_call NAME [-t SECONDS] COMMAND [ARGS]: a request to the agent.
 guest_call() {
-	local name=$1 t=30
+	local name=$1 t=$CALL_TIMEOUT
 	shift
 	if [ "$1" = -t ]; then t=$2; shift 2; fi
 	"$AGENT_TOOL" -t "$t" "$(guest_dir "$name")/agent.sock" "$@"
@@ -224,7 +229,7 @@ guest_call() {
 
 # guest_qmp NAME [-t SECONDS] COMMAND [ARGUMENTS-JSON]
 guest_qmp() {
-	local name=$1 t=10
+	local name=$1 t=$QMP_TIMEOUT
 	shift
 	if [ "$1" = -t ]; then t=$2; shift 2; fi
 	"$QMP_TOOL" -t "$t" "$(guest_dir "$name")/qmp.sock" "$@"
@@ -248,27 +253,21 @@ guest_console_tail() {
 	tail -n 1 "$(guest_dir "$1")/console.log" 2>/dev/null | tr -d '\r' || true
 }
 
-# Wait up to SECONDS for QEMU to exit on its own.
+# guest_wait_exit NAME SECONDS: wait for QEMU to exit on its own.
 guest_wait_exit() {
-	local name=$1 t=$2 pid=${GUEST_PID[$1]:-} i
+	local name=$1 pid=${GUEST_PID[$1]:-}
 	[ -n "$pid" ] || return 0
-	for ((i = 0; i < t * 10; i++)); do
-		if ! kill -0 "$pid" 2>/dev/null; then
-			wait "$pid" 2>/dev/null || true
-			unset "GUEST_PID[$name]"
-			return 0
-		fi
-		sleep 0.1
-	done
-	return 1
+	wait_until "$2" not_running "$pid" || return 1
+	wait "$pid" 2>/dev/null || true
+	unset "GUEST_PID[$name]"
 }
 
 # Power off through the agent; QMP quit, then SIGKILL, if that fails.
 guest_stop() {
 	local name=$1
 	guest_running "$name" || { unset "GUEST_PID[$name]"; return 0; }
-	guest_call "$name" -t 10 poweroff >/dev/null 2>&1 || true
-	guest_wait_exit "$name" 30 && return 0
+	guest_call "$name" -t "$QUIT_TIMEOUT" poweroff >/dev/null 2>&1 || true
+	guest_wait_exit "$name" "$POWEROFF_TIMEOUT" && return 0
 	guest_quit "$name"
 }
 
@@ -277,12 +276,15 @@ guest_quit() {
 	local name=$1
 	guest_running "$name" || { unset "GUEST_PID[$name]"; return 0; }
 	guest_qmp "$name" quit >/dev/null 2>&1 || true
-	guest_wait_exit "$name" 10 && return 0
+	guest_wait_exit "$name" "$QUIT_TIMEOUT" && return 0
 	kill -9 "${GUEST_PID[$name]}" 2>/dev/null || true
-	guest_wait_exit "$name" 5 || true
+	guest_wait_exit "$name" "$STOP_TIMEOUT" || true
 }
 
 # guest_boot NAME KERNEL [options]: start and wait for the agent.
 guest_boot() {
 	guest_start "$@" && guest_wait_agent "$1"
 }
+
+# agent_field KEY <<<"$reply": the value of KEY=... in an agent's reply.
+agent_field() { awk -v k="$1=" 'index($0, k) == 1 { print substr($0, length(k) + 1); exit }'; }

@@ -50,9 +50,8 @@ snap_boot() {
 		guest_boot "$name" "$kernel" --smp "$vcpus" "$@"
 		;;
 	libvirt-*)
-		[ $# = 0 ] || { echo "qemu: $method takes no extra guest options ($*)" >&2; return 1; }
 		qemu-img create -q -f qcow2 -o cluster_size=2M "$dir/vmstate.qcow2" 16M
-		libvirt_boot "$name" "$kernel" "$vcpus" "$dir/vmstate.qcow2"
+		libvirt_boot "$name" "$kernel" --smp "$vcpus" --disk "$dir/vmstate.qcow2" "$@"
 		;;
 	esac
 }
@@ -75,20 +74,31 @@ qmp_status() {
 
 # Wait (up to SAVE_TIMEOUT) until NAME's run state is no longer STATE.
 snap_wait_status() {
-	local name=$1 from=$2 status="" i
-	for ((i = 0; i < SAVE_TIMEOUT * 10; i++)); do
-		status=$(qmp_status "$name" query-status) || true
-		[ -n "$status" ] && [ "$status" != "$from" ] && return 0
-		guest_running "$name" || { echo "qemu: $name died while loading: $(guest_qemu_error "$name")" >&2; return 1; }
-		sleep 0.1
-	done
-	echo "qemu: $name still '$from' after ${SAVE_TIMEOUT}s" >&2
+	local name=$1 from=$2
+	wait_until "$SAVE_TIMEOUT" status_left "$name" "$from" || {
+		echo "qemu: $name still '$from' after ${SAVE_TIMEOUT}s" >&2
+		return 1
+	}
+	guest_running "$name" || { echo "qemu: $name died while loading: $(guest_qemu_error "$name")" >&2; return 1; }
+}
+
+# The run state is something other than FROM, or QEMU has died.
+status_left() {
+	local status
+	guest_running "$1" || return 0
+	status=$(qmp_status "$1" query-status) || return 1
+	[ -n "$status" ] && [ "$status" != "$2" ]
+}
+
+# The migration has ended, well or not.
+migration_ended() {
+	case "$(qmp_status "$1" query-migrate)" in completed | failed | cancelled) return 0 ;; esac
 	return 1
 }
 
 # snap_save METHOD ORIG DIR: stop ORIG at once, then write the snapshot.
 snap_save() {
-	local method=$1 name=$2 dir=$3 status i dom
+	local method=$1 name=$2 dir=$3 status dom
 	dom=$(libvirt_dom "$name")
 	case "$method" in
 	qcow2-newproc | loadvm-inproc)
@@ -102,15 +112,10 @@ snap_save() {
 		# QEMU 7.2 caps migration at 32 MiB/s by default; a file is no network.
 		guest_qmp "$name" migrate-set-parameters '{"max-bandwidth":17179869184}' >/dev/null
 		guest_qmp "$name" migrate "{\"uri\":\"exec:cat > $dir/vmstate.mig\"}" >/dev/null
-		for ((i = 0; i < SAVE_TIMEOUT * 10; i++)); do
-			status=$(qmp_status "$name" query-migrate)
-			case "$status" in
-			completed) break ;;
-			failed | cancelled) echo "qemu: migration to file $status" >&2; return 1 ;;
-			esac
-			sleep 0.1
-		done
-		[ "$status" = completed ] || { echo "qemu: migration to file timed out" >&2; return 1; }
+		wait_until "$SAVE_TIMEOUT" migration_ended "$name" ||
+			{ echo "qemu: migration to file took more than ${SAVE_TIMEOUT}s" >&2; return 1; }
+		status=$(qmp_status "$name" query-migrate)
+		[ "$status" = completed ] || { echo "qemu: migration to file $status" >&2; return 1; }
 		guest_quit "$name"
 		;;
 	libvirt-revert)

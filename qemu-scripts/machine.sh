@@ -1,0 +1,83 @@
+# shellcheck shell=bash
+# The guest machine, described once.  Sourced by qemu.sh.
+#
+# `machine NAME KERNEL [options]` describes one guest in MACHINE: its
+# devices, kernel command line and accelerator.  Two renderers read that
+# description and nothing else: machine_qemu_args (the QEMU command line,
+# for guests of our own) and libvirt_domain_xml in libvirt.sh (libvirt's
+# domain XML, for guests libvirt starts).  A device or a kernel parameter
+# is added here, and both kinds of guest have it.
+
+declare -A MACHINE=()
+QEMU_PROCESS=() # options of the QEMU process rather than of the machine
+
+# machine NAME KERNEL [options]
+#   --smp N          vCPUs (1)
+#   --guid GUID      the vmgenid device's GUID ("auto", the default: QEMU
+#                    draws one per process)
+#   --no-vmgenid     no vmgenid device at all
+#   --role ROLE      what the guest's init runs (agent; probe, shell)
+#   --disk FILE      a qcow2 that can hold savevm's VM state (no device uses it)
+#   --net SOCK,MAC   virtio-net on a switch_start switch
+#   --pcap FILE      that network's traffic, captured by QEMU (QEMU only)
+# and, for the QEMU process: --loadvm TAG, --incoming URI, --extra ARG.
+machine() {
+	local name=$1 kernel=$2
+	shift 2
+	MACHINE=([name]=$name [kernel]=$kernel [initrd]=$INITRAMFS [mem]=$GUEST_MEM [smp]=1
+		[guid]=auto [role]=agent [disk]="" [net]="" [pcap]="")
+	QEMU_PROCESS=()
+	while [ $# -gt 0 ]; do
+		case "$1" in
+		--smp) MACHINE[smp]=$2 ;;
+		--guid) MACHINE[guid]=$2 ;;
+		--no-vmgenid) MACHINE[guid]=none; shift; continue ;;
+		--role) MACHINE[role]=$2 ;;
+		--disk) MACHINE[disk]=$2 ;;
+		--net) MACHINE[net]=$2 ;;
+		--pcap) MACHINE[pcap]=$2 ;;
+		--loadvm) QEMU_PROCESS+=(-loadvm "$2") ;;
+		--incoming) QEMU_PROCESS+=(-incoming "$2") ;;
+		--extra) QEMU_PROCESS+=("$2") ;;
+		*) echo "machine: unknown guest option '$1'" >&2; return 1 ;;
+		esac
+		[ $# -ge 2 ] || { echo "machine: $1 needs a value" >&2; return 1; }
+		shift 2
+	done
+	if [ -n "${MACHINE[pcap]}" ] && [ -z "${MACHINE[net]}" ]; then
+		echo "machine: --pcap needs --net" >&2
+		return 1
+	fi
+	MACHINE[accel]=$(qemu_accel "$kernel")
+	MACHINE[cmdline]="console=ttyS0 panic=-1 forksafe.role=${MACHINE[role]}"
+}
+
+# The QEMU command line of the machine described last, in QEMU_ARGS.
+machine_qemu_args() {
+	local dir
+	dir=$(guest_dir "${MACHINE[name]}")
+	QEMU_ARGS=(
+		-nodefaults -no-user-config -display none -no-reboot
+		-machine q35 -accel "${MACHINE[accel]}" -m "${MACHINE[mem]}" -smp "${MACHINE[smp]}"
+		-kernel "${MACHINE[kernel]}" -initrd "${MACHINE[initrd]}" -append "${MACHINE[cmdline]}"
+		-serial "file:$dir/console.log"
+		-qmp "unix:$dir/qmp.sock,server=on,wait=off"
+		-chardev "socket,id=agent,path=$dir/agent.sock,server=on,wait=off"
+		-device "virtio-serial-pci,id=vser"
+		-device "virtserialport,bus=vser.0,chardev=agent,name=$AGENT_PORT"
+	)
+	if [ "${MACHINE[guid]}" != none ]; then
+		QEMU_ARGS+=(-device "vmgenid,id=vmgenid0,guid=${MACHINE[guid]}")
+	fi
+	if [ -n "${MACHINE[disk]}" ]; then
+		QEMU_ARGS+=(-drive "if=none,id=snapdisk,format=qcow2,cache=unsafe,file=${MACHINE[disk]}")
+	fi
+	if [ -n "${MACHINE[net]}" ]; then
+		QEMU_ARGS+=(-netdev "vde,id=net0,sock=${MACHINE[net]%,*}"
+			-device "virtio-net-pci,netdev=net0,mac=${MACHINE[net]##*,}")
+	fi
+	if [ -n "${MACHINE[pcap]}" ]; then
+		QEMU_ARGS+=(-object "filter-dump,id=dump0,netdev=net0,file=${MACHINE[pcap]}")
+	fi
+	QEMU_ARGS+=("${QEMU_PROCESS[@]}")
+}
