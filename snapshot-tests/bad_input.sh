@@ -3,9 +3,12 @@
 # never a stray QEMU: a QEMU that cannot start, a guest that never answers,
 # a dead QMP socket, a truncated migration stream, a truncated or garbled
 # recorder dump, a truncated, empty or foreign pcap capture, an unknown
-# snapshot method, a guest without vmgenid.
-# shellcheck source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# snapshot method, bad driver options, a failing row inside the matrix, a
+# guest without vmgenid.
+set -euo pipefail
+. "$(dirname "$0")/lib/ktap.sh"
+. "$(dirname "$0")/lib/measure.sh"
+qemu_setup
 
 kernel=$(kernel_path "$(test_kernels | cut -d' ' -f1)")
 
@@ -55,35 +58,50 @@ expect_fail "garbled dump" "garbled.dump:1: garbled record" \
 expect_fail "identical reference and control" "never differ in time" \
 	"$BUILD/rng-exposure" ref="$RUN_DIR/ok.dump" control="$RUN_DIR/ok.dump"
 
-# Captures of a guest's wire are untrusted input too.
-pcap_head='\xd4\xc3\xb2\xa1\x02\x00\x04\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x01\x00'
-record='\x01\x00\x00\x00\x00\x00\x00\x00\x3c\x00\x00\x00\x3c\x00\x00\x00'
-printf '%b' "$pcap_head" '\x01\x00\x00\x00' >"$RUN_DIR/empty.pcap"
-printf '%b' "$pcap_head" '\x01\x00\x00\x00' "$record" '0123456789' >"$RUN_DIR/cut.pcap"
-printf '%b' "$pcap_head" '\x65\x00\x00\x00' >"$RUN_DIR/raw.pcap"
+# Captures of a guest's wire are untrusted input too (pcap-synth writes them).
+synth() { "$BUILD/pcap-synth" >"$RUN_DIR/$1"; }
+synth empty.pcap </dev/null
+synth cut.pcap <<<$'udp 0 51820 51821 zeros 20\ncut 10\nudp 100 51820 51821 zeros 20'
+synth raw.pcap <<<'linktype 101'
 printf 'not a capture\n' >"$RUN_DIR/text.pcap"
 wgd() { wg_detect "$RUN_DIR/bad.json" "$@"; }
 expect_fail "capture with no frames" "empty.pcap: no frames at all" wgd "$RUN_DIR/empty.pcap"
-expect_fail "truncated capture" "cut.pcap: truncated capture (record 1)" wgd "$RUN_DIR/cut.pcap"
+expect_fail "truncated capture" "cut.pcap: truncated capture (record 2)" wgd "$RUN_DIR/cut.pcap"
 expect_fail "capture of another link type" "raw.pcap: link type 12 (RAW), not Ethernet" wgd "$RUN_DIR/raw.pcap"
 expect_fail "file that is no capture" "text.pcap: not a pcap capture" wgd "$RUN_DIR/text.pcap"
 expect_fail "wg-detect with a bad option" "unknown option -q" wgd -q "$RUN_DIR/text.pcap"
+expect_fail "a capture description with a typo" "stdin>:1: unknown statement 'udpp'" \
+	synth typo.pcap <<<'udpp 0 1 2 zeros 1'
 
-expect_fail "unknown snapshot method" "unknown method 'vmotion'" \
-	"$FORKSAFE_ROOT/snapshot-tests/fork-matrix.sh" --methods vmotion
-fork_run bad "$kernel" vmotion 1 2 "$RUN_DIR/row-unknown.json" 2>/dev/null || true
-row=$("$BUILD/matrix-report" -v "$RUN_DIR/row-unknown.json")
-case "$row" in
-*" error "*"unknown method"*) t_ok "an unknown method is an error row, the matrix goes on" ;;
-*) t_fail "an unknown method is an error row, the matrix goes on"; t_diag "$row" ;;
-esac
+# The drivers' options, and what happens to a row that fails.
+matrix=$FORKSAFE_ROOT/snapshot-tests/drivers/fork-matrix.sh
+expect_fail "unknown snapshot method" "unknown method 'vmotion'" "$matrix" --methods vmotion
+expect_fail "unknown driver option" "fork-matrix: unknown option '--clone'" "$matrix" --clone 3
+expect_fail "driver option without its value" "fork-matrix: --out needs a value" "$matrix" --out
+expect_fail "a count that is not one" "fork-matrix: --clones wants whole numbers" "$matrix" --clones 0
+rng_row "$(test_kernels | cut -d' ' -f1)" vmotion 1 2 "$RUN_DIR/row-unknown.json" 2>"$RUN_DIR/row.err" || true
+verdict=$("$BUILD/fork-report" -f verdicts "$RUN_DIR/row-unknown.json")
+t_eq "an unknown method is an error row, with its reason" \
+	"$(jq -r '"\(.verdict): \(.why)"' <<<"$verdict")" "error: unknown method 'vmotion' (known: $SNAP_METHODS)"
+t_check "the failing row says why on stderr" grep -q "error: unknown method 'vmotion'" "$RUN_DIR/row.err"
+# A command that fails without a word inside a measurement still ends the
+# row with its place; the child shell's guests are stopped.
+silent_failure() { guest_boot row-guest "$1"; false; }
+export -f silent_failure
+row_run "$RUN_DIR/silent" "$RUN_DIR/row-silent.json" '{"kind":"test"}' silent_failure "$kernel" 2>/dev/null || true
+t_diag "silent failure: $(jq -r .error "$RUN_DIR/row-silent.json")"
+t_check "a silent failure in a row names the failed command" \
+	jq -e '.error | test("\"false\" failed \\(status 1\\)")' "$RUN_DIR/row-silent.json"
 
 guest_boot novmgenid "$kernel" --no-vmgenid
+info=$(guest_call novmgenid info)
+# shellcheck disable=SC2016 # expanded by the child shell
 expect_fail "guest without vmgenid refused by the measurement" "no vmgenid device" \
-	fork_require "$(guest_call novmgenid info)"
+	bash -c '. "$1"; rng_require "$2"' _ "$FORKSAFE_ROOT/snapshot-tests/lib/measure.sh" "$info"
 guest_stop novmgenid
 
 left=""
-for name in bad paused clone; do guest_running "$name" && left+=" $name"; done
+for name in bad paused clone; do if guest_running "$name"; then left+=" $name"; fi; done
+left+=$(pgrep -f "$RUN_DIR/row-guest/" || true)
 t_eq "no QEMU left running after the failures" "$left" ""
 t_done

@@ -2,8 +2,10 @@
 # Without a vmgenid device no driver binds and the guest has no generation
 # ID to read; the agent must say so plainly (that is what every fork test
 # relies on to refuse a guest that cannot see forks), and QMP must agree.
-# shellcheck source=lib.sh
-. "$(dirname "$0")/lib.sh"
+set -euo pipefail
+. "$(dirname "$0")/lib/ktap.sh"
+. "$(dirname "$0")/lib/measure.sh"
+qemu_setup
 
 for k in $(test_kernels); do
 	kernel=$(kernel_path "$k")
@@ -14,9 +16,9 @@ for k in $(test_kernels); do
 	fi
 	t_ok "$k: boots without vmgenid and the agent answers"
 	info=$(guest_call "$name" info)
-	t_eq "$k: no vmgenid device, no driver bound" "$(t_field vmgenid_driver <<<"$info")" absent
-	t_eq "$k: crng still initialised" "$(t_field crng <<<"$info")" ready
-	err=$(t_field guid_error <<<"$info")
+	t_eq "$k: no vmgenid device, no driver bound" "$(agent_field vmgenid_driver <<<"$info")" absent
+	t_eq "$k: crng still initialised" "$(agent_field crng <<<"$info")" ready
+	err=$(agent_field guid_error <<<"$info")
 	t_diag "$k: agent says: $err"
 	case "$err" in
 	"no VGIA"*) t_ok "$k: agent reports that there is no generation ID" ;;

@@ -1,16 +1,19 @@
 #!/bin/bash
 # Every patch of kernel-patches/series passes the tree's own
 # scripts/checkpatch.pl --strict with no error, warning or check.
-# shellcheck source=lib.sh
-. "$(dirname "$0")/lib.sh"
+set -euo pipefail
+. "$(dirname "$0")/lib/ktap.sh"
+root=$(cd "$(dirname "$0")/.." && pwd)
+err=$(mktemp)
+trap 'rm -f "$err"' EXIT
 
-[ -s "$FORKSAFE_ROOT/kernel-patches/series" ] || t_skip "the series is empty"
+[ -s "$root/kernel-patches/series" ] || t_skip "the series is empty"
 while read -r result; do
 	case "$result" in
 	"ok "*) t_ok "checkpatch --strict: ${result#ok }" ;;
 	*) t_fail "checkpatch --strict: ${result#not ok }" ;;
 	esac
-done < <("$FORKSAFE_ROOT/kernel-patches/kernel.sh" checkpatch 2>"$RUN_DIR/checkpatch.err" || true)
-sed 's/^/# /' "$RUN_DIR/checkpatch.err"
+done < <("$root/kernel-patches/kernel.sh" checkpatch 2>"$err" || true)
+sed 's/^/# /' "$err"
 [ "$T_NUM" -gt 0 ] || t_fail "checkpatch ran on the series"
 t_done

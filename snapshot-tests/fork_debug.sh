@@ -13,13 +13,15 @@
 #    atomic-sleep, RCU-usage or debugobjects report, nor any other BUG or
 #    WARNING.
 
-# The defaults of lib.sh and qemu.sh are enough: under TCG this kernel boots
+# The defaults of lib/rng_fork.sh and qemu.sh are enough: under TCG this kernel boots
 # to its agent in about 8 s with the default 256 MiB (KASAN's shadow and
 # lockdep's tables leave 160 MiB), and records the default FORK_BLOCKS.  A
 # GUEST_MEM of your own applies to the original and its clones alike, as a
 # migrate-file clone needs.
-# shellcheck source=lib.sh
-. "$(dirname "$0")/lib.sh"
+set -euo pipefail
+. "$(dirname "$0")/lib/ktap.sh"
+. "$(dirname "$0")/lib/measure.sh"
+qemu_setup
 
 kname=debug
 kernel=$BUILD/bzImage-$kname
@@ -36,7 +38,7 @@ reports+='|BUG: sleeping function called from invalid context|suspicious RCU usa
 reports+='|lockdep is turned off|BUG:|WARNING:|Call Trace|Oops|Kernel panic|general protection fault'
 
 # scan_consoles: every guest's whole serial console under $RUN_DIR (the boot
-# guest, the original and each restored QEMU; fork_run's <clone>.console
+# guest, the original and each restored QEMU; rng_measure's <clone>.console
 # files are tails of these), one assertion each.  Sets $scanned.
 scan_consoles() {
 	local f name hits line
@@ -98,21 +100,19 @@ fi
 row=$RUN_DIR/$kname-$method-$vcpus.json
 tag="$kname ${vcpus}cpu $method"
 measured=0
-if fork_run "$kname" "$kernel" "$method" "$vcpus" "$nclones" "$row"; then
+if rng_row "$kname" "$method" "$vcpus" "$nclones" "$row"; then
 	measured=1
 	t_ok "$tag: $nclones clones measured"
 else
 	t_fail "$tag: $nclones clones measured"
 fi
-"$BUILD/matrix-report" "$row" | sed 's/^/# /'
-read -r _ _ _ verdict changed diverged exposure why < <("$BUILD/matrix-report" -v "$row")
-if [ "$verdict" = error ]; then
-	t_fail "$tag: fork-safe"
-	t_diag "$tag: ${why#\# }"
-else
-	t_eq "$tag: every clone sees a new GUID" "$changed" "guid_changed=$nclones/$nclones"
-	t_eq "$tag: every clone diverges from the reference" "$diverged" "diverged=$nclones/$nclones"
-	t_eq "$tag: fork-safe" "$verdict $exposure" "fork-safe exposure_max=0"
+rows_judge "$row"
+# shellcheck disable=SC2034 # v and t_row read VERDICT
+VERDICT=${ROW_VERDICTS[0]}
+if t_row "$tag: measured with an identical negative control"; then
+	t_eq "$tag: every clone sees a new GUID" "$(v guid_changed)" "$nclones"
+	t_eq "$tag: every clone diverges from the reference" "$(v diverged)" "$nclones"
+	t_eq "$tag: fork-safe" "$(v verdict) $(v exposure_max)" "fork-safe 0"
 fi
 
 # ---- every console of the run ---------------------------------------------------

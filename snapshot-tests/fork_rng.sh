@@ -13,41 +13,32 @@
 #  - on the patched kernel no clone produces a single block from the
 #    pre-fork state after its GUID changed (the stock kernel's window is
 #    measured and reported, not asserted: it is a race).
-# shellcheck source=lib.sh
-. "$(dirname "$0")/lib.sh"
+set -euo pipefail
+. "$(dirname "$0")/lib/ktap.sh"
+. "$(dirname "$0")/lib/measure.sh"
+qemu_setup
 
-methods=${FORK_TEST_METHODS:-$SNAP_METHODS}
-rows=()
-for k in $(test_kernels); do
-	for m in $methods; do
-		rows+=("$RUN_DIR/$k-$m.json")
-		fork_run "$k" "$(kernel_path "$k")" "$m" 1 2 "${rows[-1]}" || true
-	done
-done
-"$BUILD/matrix-report" "${rows[@]}" | sed 's/^/# /'
-
-while read -r k v m verdict changed diverged exposure once control_reseeds why; do
-	tag="$k ${v}cpu $m"
-	if [ "$verdict" = error ]; then
-		t_fail "$tag: measured with an identical negative control"
-		t_diag "$tag: ${why#\# }"
+ROWS=()
+rng_rows "$RUN_DIR" 2 "$(test_kernels)" 1 "${FORK_TEST_METHODS:-$SNAP_METHODS}"
+rows_judge "${ROWS[@]}"
+# shellcheck disable=SC2034 # v and t_row read VERDICT
+for VERDICT in "${ROW_VERDICTS[@]}"; do
+	tag="$(v kernel) $(v vcpus)cpu $(v method)"
+	t_row "$tag: measured with an identical negative control" || continue
+	t_eq "$tag: an unchanged GUID logs no vmfork reseed" "$(v control_reseeds)" 0
+	if snap_inproc "$(v method)"; then
+		t_eq "$tag: no fork signal" "$(v verdict)" "no fork signal"
+		t_eq "$tag: clones stay identical" "$(v diverged)" 0
 		continue
 	fi
-	t_ok "$tag: measured with an identical negative control"
-	t_eq "$tag: an unchanged GUID logs no vmfork reseed" "$control_reseeds" control_reseeds=0
-	if snap_inproc "$m"; then
-		t_eq "$tag: no fork signal" "$verdict" no-fork-signal
-		t_eq "$tag: clones stay identical" "$diverged" diverged=0/2
+	t_eq "$tag: every clone sees a new GUID" "$(v guid_changed)" 2
+	t_eq "$tag: every clone diverges from the reference" "$(v diverged)" 2
+	t_eq "$tag: each clone logs the vmfork reseed exactly once" "$(v reseeded_once)" 2
+	if [ "$(v kernel)" = patched ]; then
+		# The series checks the live ID before producing any output.
+		t_eq "$tag: not one pre-fork block after the GUID changed" "$(v exposure_max)" 0
 	else
-		t_eq "$tag: every clone sees a new GUID" "$changed" guid_changed=2/2
-		t_eq "$tag: every clone diverges from the reference" "$diverged" diverged=2/2
-		t_eq "$tag: each clone logs the vmfork reseed exactly once" "$once" reseeded_once=2/2
-		if [ "$k" = patched ]; then
-			# The series checks the live ID before producing any output.
-			t_eq "$tag: not one pre-fork block after the GUID changed" "$exposure" exposure_max=0
-		else
-			t_diag "$tag: $verdict, $exposure blocks at most"
-		fi
+		t_diag "$tag: $(v verdict), $(v exposure_max) blocks at most"
 	fi
-done < <("$BUILD/matrix-report" -v "${rows[@]}")
+done
 t_done

@@ -9,8 +9,10 @@
 #    rekey only for peers with a session in use, and leaves a rekey begun
 #    since alone.
 # Results are parsed from the KTAP the kernel prints on the serial console.
-# shellcheck source=lib.sh
-. "$(dirname "$0")/lib.sh"
+set -euo pipefail
+. "$(dirname "$0")/lib/ktap.sh"
+. "$(dirname "$0")/lib/measure.sh"
+qemu_setup
 
 kernel=${KERNEL:-$BUILD/bzImage-patched}
 guest_boot kunit "$kernel" --smp 2 || { t_fail "the kernel boots"; t_done; exit 1; }

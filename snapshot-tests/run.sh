@@ -1,24 +1,30 @@
 #!/bin/bash
-# Run every scenario in snapshot-tests/ (or those named in $TESTS) and report
-# KTAP, ending with the line "N passed, N failed, N skipped".  A scenario
-# that outlives TEST_TIMEOUT seconds is killed (its trap stops its guests)
-# and fails.
+# make check: run every scenario listed in settings (or those named in
+# $TESTS) and report KTAP, ending with the line "N passed, N failed,
+# N skipped".  A scenario that outlives its timeout is killed (its traps
+# stop its guests) and fails.
 set -euo pipefail
 
 dir=$(cd "$(dirname "$0")" && pwd)
-timeout_s=${TEST_TIMEOUT:-1200}
 passed=0 failed=0 skipped=0 n=0
+declare -A timeout=()
 tests=()
 
+while read -r name secs; do
+	case "$name" in '' | '#'*) continue ;; esac
+	[ -f "$dir/$name.sh" ] || { echo "run: settings names '$name', which has no $name.sh" >&2; exit 2; }
+	timeout[$name]=$secs
+	tests+=("$name")
+done <"$dir/settings"
+for f in "$dir"/*.sh; do
+	t=$(basename "$f" .sh)
+	[ "$t" = run ] || [ -n "${timeout[$t]:-}" ] ||
+		{ echo "run: $t.sh is not in snapshot-tests/settings" >&2; exit 2; }
+done
 if [ -n "${TESTS:-}" ]; then
+	tests=()
 	for t in $TESTS; do
-		[ -f "$dir/$t.sh" ] || { echo "run: no test named '$t' in snapshot-tests/" >&2; exit 2; }
-		tests+=("$t")
-	done
-else
-	for f in "$dir"/*.sh; do
-		t=$(basename "$f" .sh)
-		case "$t" in lib | run | fork-matrix | bench-*) continue ;; esac # not scenarios
+		[ -n "${timeout[$t]:-}" ] || { echo "run: no test named '$t' in snapshot-tests/settings" >&2; exit 2; }
 		tests+=("$t")
 	done
 fi
@@ -35,18 +41,19 @@ echo "# accelerator: $ACCEL"
 echo "1..${#tests[@]}"
 for t in "${tests[@]}"; do
 	n=$((n + 1))
+	secs=${TEST_TIMEOUT:-${timeout[$t]}}
 	out=$(mktemp)
 	rcfile=$(mktemp)
 	# Streamed as it runs, so long scenarios show progress.
-	{ rc=0; timeout -k 30 "$timeout_s" bash "$dir/$t.sh" </dev/null 2>&1 || rc=$?; echo "$rc" >"$rcfile"; } |
+	{ rc=0; timeout -k 30 "$secs" bash "$dir/$t.sh" </dev/null 2>&1 || rc=$?; echo "$rc" >"$rcfile"; } |
 		tee "$out" | sed -u 's/^/# /'
 	rc=$(cat "$rcfile")
 	case "$rc" in
 	0) echo "ok $n $t"; passed=$((passed + 1)) ;;
 	4) echo "ok $n $t # SKIP $(sed -n 's/^1\.\.0 # SKIP //p' "$out" | head -n 1)"
 	   skipped=$((skipped + 1)) ;;
-	124) echo "not ok $n $t # TIMEOUT after ${timeout_s}s"; failed=$((failed + 1)) ;;
-	*) echo "not ok $n $t"; failed=$((failed + 1)) ;;
+	124) echo "# exit=$rc"; echo "not ok $n $t # TIMEOUT after ${secs}s"; failed=$((failed + 1)) ;;
+	*) echo "# exit=$rc"; echo "not ok $n $t"; failed=$((failed + 1)) ;;
 	esac
 	rm -f "$out" "$rcfile"
 done

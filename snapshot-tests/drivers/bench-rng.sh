@@ -13,41 +13,28 @@
 #  same two hooks (kernel-patches/bench/) to both.
 #   bench-rng.sh [--clones N] [--rounds N] [--ms MS] [--vcpus "1 2"] [--out DIR]
 #                [--no-exposure]   (the cost and reseed parts only)
-# shellcheck source=lib.sh
-. "$(dirname "$0")/lib.sh"
+set -euo pipefail
+. "$(dirname "$0")/../lib/measure.sh"
+. "$(dirname "$0")/../lib/opts.sh"
+. "$(dirname "$0")/../lib/stats.sh"
+qemu_setup
 
 nclones=20 rounds=5 ms=3000 vcpus_list="1 2" exposure=1
 out=${RESULTS:-$FORKSAFE_ROOT/results}
-while [ $# -gt 0 ]; do
-	case "$1" in
-	--clones) nclones=$2; shift ;;
-	--rounds) rounds=$2; shift ;;
-	--ms) ms=$2; shift ;;
-	--vcpus) vcpus_list=$2; shift ;;
-	--out) out=$2; shift ;;
-	--no-exposure) exposure=0; shift; continue ;;
-	*) die "bench-rng: unknown option '$1'" ;;
-	esac
-	shift || die "bench-rng: $1 needs a value"
-done
-bench_counts bench-rng "$nclones" "$rounds" "$ms"
-for k in stock patched stock-bench patched-bench; do
-	[ -f "$(kernel_path "$k")" ] || die "bench-rng: $(kernel_path "$k") not found: make kernel kernel-stock kernel-bench"
-done
+opts_parse bench-rng --clones=nclones --rounds=rounds --ms=ms --vcpus=vcpus_list --out=out \
+	--no-exposure=exposure=0 -- "$@"
+opts_counts bench-rng "--clones, --rounds and --ms" "$nclones" "$rounds" "$ms"
+# shellcheck disable=SC2086 # a list of words
+opts_counts bench-rng --vcpus $vcpus_list
+require_kernels bench-rng stock patched stock-bench patched-bench
 mkdir -p "$out/bench-rng"
 md=$out/bench-rng.md
 
 # ---- exposure ---------------------------------------------------------------
-rows=()
-for k in stock patched; do
-	for v in $vcpus_list; do
-		rows+=("$out/bench-rng/$k-${v}cpu-migrate-file.json")
-		[ "$exposure" = 1 ] || continue
-		fork_run "$k" "$(kernel_path "$k")" migrate-file "$v" "$nclones" "${rows[-1]}" || true
-	done
-done
+ROWS=()
 if [ "$exposure" = 1 ]; then
-	"$BUILD/matrix-report" -m "$out/bench-rng/exposure.md" "${rows[@]}"
+	rng_rows "$out/bench-rng" "$nclones" "stock patched" "$vcpus_list" migrate-file
+	"$BUILD/fork-report" "${ROWS[@]}" >"$out/bench-rng/exposure.md"
 else
 	echo "### Kernel: exposure not measured in this run (--no-exposure)" >"$out/bench-rng/exposure.md"
 fi
@@ -73,17 +60,18 @@ cost_row() {
 	for ((r = 1; r <= rounds; r++)); do
 		for k in stock patched; do
 			guest_call "bench-$k-$v" -t $((ms / 1000 + 60)) "$@" |
-				t_field calls_per_s >>"$RUN_DIR/$k-$v-$label"
+				agent_field calls_per_s >>"$RUN_DIR/$k-$v-$label"
 		done
 	done
 	echo "| $v | $label | $(cost_cells "$v vCPU(s), $label" "$RUN_DIR/stock-$v-$label" \
 		"$RUN_DIR/patched-$v-$label") |" >>"$md.tmp"
 }
 
-uptime_s() { guest_call "$1" info | t_field uptime_ms | awk '{ print int($1 / 1000) }'; }
+uptime_s() { guest_call "$1" info | agent_field uptime_ms | awk '{ print int($1 / 1000) }'; }
 
-# Reseeds between 10 s and 70 s of uptime, both guests' RNG used about
-# twice a second; prints "KERNEL RESEEDS" per kernel.
+# Reseeds between 10 s and 70 s of uptime, both guests' RNG used every
+# RESEED_PACE seconds; prints "KERNEL RESEEDS" per kernel.
+RESEED_PACE=0.5
 reseed_window() {
 	local k u
 	declare -A at10 at70
@@ -93,13 +81,13 @@ reseed_window() {
 			guest_call "bench-$k-1" bench 16 100 >/dev/null
 			u=$(uptime_s "bench-$k-1")
 			if [ "$u" -ge 10 ] && [ -z "${at10[$k]:-}" ]; then
-				at10[$k]=$(guest_call "bench-$k-1" reseeds | t_field reseeds)
+				at10[$k]=$(guest_call "bench-$k-1" reseeds | agent_field reseeds)
 			fi
 			if [ "$u" -ge 70 ]; then
-				at70[$k]=$(guest_call "bench-$k-1" reseeds | t_field reseeds)
+				at70[$k]=$(guest_call "bench-$k-1" reseeds | agent_field reseeds)
 			fi
 		done
-		sleep 0.5
+		sleep "$RESEED_PACE"
 	done
 	for k in stock patched; do
 		echo "$k $((at70[$k] - at10[$k]))"
@@ -108,12 +96,12 @@ reseed_window() {
 
 for v in $vcpus_list; do
 	for k in stock patched; do
-		fork_progress "bench: booting $k-bench with $v vCPUs"
-		guest_boot "bench-$k-$v" "$(kernel_path "$k-bench")" --smp "$v" || die "bench-rng: $k-bench did not boot"
+		progress "bench: booting $k-bench with $v vCPUs"
+		guest_boot "bench-$k-$v" "$(kernel_path "$k-bench")" --smp "$v"
 	done
 	if [ "$v" = 1 ]; then
 		reseed_window >"$RUN_DIR/reseeds"
-		fork_progress "bench: reseeds from 10 s to 70 s of uptime: $(tr '\n' ' ' <"$RUN_DIR/reseeds")"
+		progress "bench: reseeds from 10 s to 70 s of uptime: $(tr '\n' ' ' <"$RUN_DIR/reseeds")"
 	fi
 	for size in 16 4096; do
 		cost_row "$v" "getrandom ${size} B" bench "$size" "$ms"

@@ -1,0 +1,68 @@
+# shellcheck shell=bash
+# KTAP for the scenarios.  Sourced; defines functions only.
+#
+# A scenario reports each assertion as a KTAP test line on stdout and
+# exits 0 (all passed), 1 (something failed) or 4 (skipped, the kselftest
+# convention); snapshot-tests/run.sh turns that into one result.
+
+KSFT_SKIP=4
+T_NUM=0
+T_FAILED=0
+T_PLANNED=""
+
+t_diag() { echo "# $*"; }
+
+# t_plan N: the number of tests, printed first where it is known.
+t_plan() {
+	T_PLANNED=$1
+	echo "1..$1"
+}
+
+t_ok() {
+	T_NUM=$((T_NUM + 1))
+	echo "ok $T_NUM $*"
+}
+
+t_fail() {
+	T_NUM=$((T_NUM + 1))
+	T_FAILED=$((T_FAILED + 1))
+	echo "not ok $T_NUM $*"
+}
+
+# t_result STATUS DESCRIPTION: ok when STATUS is 0.
+t_result() {
+	if [ "$1" = 0 ]; then t_ok "$2"; else t_fail "$2"; fi
+}
+
+# t_check DESCRIPTION COMMAND...: ok when COMMAND succeeds; on failure its
+# status and the last line it wrote to stderr.
+t_check() {
+	local desc=$1 rc=0 err
+	shift
+	err=$("$@" 2>&1 >/dev/null) || rc=$?
+	t_result "$rc" "$desc"
+	[ "$rc" = 0 ] || t_diag "exit=$rc${err:+: $(tail -n 1 <<<"$err")}"
+}
+
+# t_eq DESCRIPTION GOT WANT
+t_eq() {
+	t_result "$([ "$2" = "$3" ]; echo $?)" "$1"
+	[ "$2" = "$3" ] || t_diag "got '$2', want '$3'"
+}
+
+# A prerequisite is missing: the whole test is skipped, with the reason.
+t_skip() {
+	echo "1..0 # SKIP $*"
+	exit "$KSFT_SKIP"
+}
+
+# The plan (unless printed first) and the exit status.
+t_done() {
+	if [ -z "$T_PLANNED" ]; then
+		echo "1..$T_NUM"
+	elif [ "$T_PLANNED" != "$T_NUM" ]; then
+		t_diag "planned $T_PLANNED tests, ran $T_NUM"
+		T_FAILED=$((T_FAILED + 1))
+	fi
+	[ "$T_FAILED" -eq 0 ]
+}

@@ -1,0 +1,200 @@
+# shellcheck shell=bash
+# The WireGuard fork measurement.  Sourced by measure.sh; defines functions
+# only.
+#
+#            vde_switch (user space, one per row)
+#          /                                 \
+#   peer: eth0 10.9.0.1                vm: eth0 10.9.0.2 --- filter-dump: CLONE.pcap
+#         wg0  10.10.0.1 :51001  <===>     wg0  10.10.0.2 :51002
+#         sink on :7000              stream "data" -> 10.10.0.1:7000 (through wg0)
+#                                    stream "beat" -> 10.9.0.1:9 (beside wg0)
+#
+# A peer and a VM, joined by WireGuard over a user-space switch, are
+# snapshotted together (migrate-file); each clone of the VM is restored
+# next to a restore of the peer, so that every clone meets the peer as it
+# was at the snapshot (a peer that had already seen one clone would reject
+# the next one's first handshake as a replay: the clones' clocks all
+# restart at the snapshot).  The peer keeps its GUID and sees no fork.  The
+# VM's wire is captured and read by wg-detect; its heartbeat, every 5 ms
+# beside the tunnel, marks the resume in the capture.
+#
+#   wg_rows, wg_row KERNEL_NAME TRAFFIC CLONES OUT.json (in the parent)
+#   wg_measure KERNEL_NAME KERNEL TRAFFIC CLONES (in the row's child)
+
+WG_WINDOW_S=${WG_WINDOW_S:-6}
+WG_STREAM_US=${WG_STREAM_US:-10000} # through the tunnel: 100 datagrams/s
+WG_BEAT_US=5000                      # on the wire: marks the resume in the capture
+WG_BEAT_PORT=9                       # (UDP discard)
+WG_PEER_PORT=51001 WG_VM_PORT=51002 WG_SINK_PORT=7000
+WG_PEER_GUID=6f726b73-6166-6500-0000-00000000beef
+WG_VM_GUID=6f726b73-6166-6500-0000-0000000000fe
+WG_HANDSHAKE_TIMEOUT=20 # the tunnel's first handshake after wg-up
+WG_FLOW_S=2             # the stream runs through the tunnel before we look
+WG_SETTLE_S=1           # after the stream stops, before the snapshot
+
+WG_CONTROLS=${WG_CONTROLS:-2}
+
+# wg_rows DIR CLONES KERNEL_NAME...: a row per kernel and traffic, in
+# DIR/wg-KERNEL-TRAFFIC.json, appended to ROWS.
+wg_rows() {
+	local dir=$1 n=$2 k traffic
+	shift 2
+	for k in "$@"; do
+		for traffic in stream idle; do
+			ROWS+=("$dir/wg-$k-$traffic.json")
+			wg_row "$k" "$traffic" "$n" "${ROWS[-1]}" || true
+		done
+	done
+}
+
+# wg_row KERNEL_NAME TRAFFIC CLONES OUT.json: one row.  TRAFFIC "stream"
+# keeps the VM sending through the tunnel across the snapshot; "idle" lets
+# the tunnel fall silent after its handshake.  CLONES clones get a fresh
+# GUID; WG_CONTROLS (2) controls keep the original's (and always stream,
+# or nothing could be reused).
+wg_row() {
+	local kname=$1 traffic=$2 nclones=$3 out=$4
+	row_run "$RUN_DIR/wg-$kname-$traffic" "$out" \
+		"$(row_keys kind=wg kernel="$kname" traffic="$traffic")" \
+		wg_measure "$kname" "$(kernel_path "$kname")" "$traffic" "$nclones"
+}
+
+# result.json: {"fresh", "control"}, wg-detect's reports with each
+# clone's "delivered" datagrams added.
+wg_measure() {
+	local kname=$1 kernel=$2 traffic=$3 nclones=$4 dir=$ROW_DIR set n i
+	local -a pcaps
+	wg_snapshot "$kname" "$kernel" "$traffic" "$dir"
+	for set in fresh control; do
+		n=$nclones
+		[ "$set" = fresh ] || n=$WG_CONTROLS
+		pcaps=()
+		for ((i = 1; i <= n; i++)); do
+			progress "wg $kname $traffic: restoring $set$i"
+			wg_restore_pair "$kernel" "$traffic" "$set" "$set$i" "$dir"
+			pcaps+=("$dir/$set$i.pcap")
+		done
+		wg_detect "$dir/$set.detect.json" "${pcaps[@]}" >"$dir/$set.txt"
+		jq --argjson d "$(for ((i = 1; i <= n; i++)); do cat "$dir/$set$i.delivered"; done | jq -s .)" \
+			'.clones |= [range(0; length) as $i | .[$i] + {delivered: $d[$i]}]' \
+			"$dir/$set.detect.json" >"$dir/$set.json"
+	done
+	jq -n --slurpfile f "$dir/fresh.json" --slurpfile c "$dir/control.json" \
+		'{fresh: $f[0], control: $c[0]}' >"$dir/result.json"
+}
+
+# wg_switch NAME: a switch for a peer and a VM; WG_NETS holds the --net
+# options of the peer (first two words) and of the VM (last two).
+wg_switch() {
+	switch_start "$1"
+	WG_NETS=(--net "$SWITCH_DIR,52:54:00:f0:00:01" --net "$SWITCH_DIR,52:54:00:f0:00:02")
+}
+
+# wg_tunnel PEER VM: addresses on the wire, WireGuard keys drawn for this
+# run, the tunnel between the two guests, and the peer's sink.
+wg_tunnel() {
+	local peer=$1 vm=$2 pkey vkey
+	pkey=$(wg genkey) vkey=$(wg genkey)
+	guest_call "$peer" net-up 10.9.0.1/24 >/dev/null &&
+		guest_call "$peer" wg-up "$pkey" "$WG_PEER_PORT" 10.10.0.1/24 "$(wg pubkey <<<"$vkey")" \
+			- 10.10.0.2/32 >/dev/null &&
+		guest_call "$vm" net-up 10.9.0.2/24 >/dev/null &&
+		guest_call "$vm" wg-up "$vkey" "$WG_VM_PORT" 10.10.0.2/24 "$(wg pubkey <<<"$pkey")" \
+			"10.9.0.1:$WG_PEER_PORT" 10.10.0.1/32 >/dev/null &&
+		guest_call "$peer" sink start "$WG_SINK_PORT" >/dev/null
+}
+
+# wg_stream VM NAME INTERVAL_US: datagrams through the tunnel to the sink.
+wg_stream() {
+	guest_call "$1" stream start "$2" 10.10.0.1 "$WG_SINK_PORT" "$3" >/dev/null
+}
+
+# What the peer's sink has received so far.
+wg_received() { guest_call "$1" sink stat | agent_field received; }
+
+wg_handshaken() { [ "$(guest_call "$1" wg-show | agent_field latest_handshake)" != 0 ]; }
+
+# wg_detect OUT.json CAPTURE...: wg-detect on captures of the VM.
+wg_detect() {
+	local out=$1
+	shift
+	"$BUILD/wg-detect" -p "$WG_VM_PORT" -m "$WG_BEAT_PORT" -j "$out" "$@"
+}
+
+# wg_snapshot KERNEL_NAME KERNEL TRAFFIC DIR: boot the peer and the VM,
+# bring the tunnel up and snapshot both into DIR/peer and DIR/vm.  Sets
+# WG_NETS (wg_switch).
+wg_snapshot() {
+	local kname=$1 kernel=$2 traffic=$3 dir=$4 tag="wg $1 $3"
+	mkdir -p "$dir/peer" "$dir/vm"
+	wg_switch "${dir##*/}"
+	progress "$tag: booting the peer and the VM"
+	snap_boot migrate-file peer "$kernel" 1 "$dir/peer" --guid "$WG_PEER_GUID" "${WG_NETS[@]:0:2}"
+	snap_boot migrate-file vm "$kernel" 1 "$dir/vm" --guid "$WG_VM_GUID" "${WG_NETS[@]:2:2}"
+	wg_tunnel peer vm
+	guest_call vm stream start beat 10.9.0.1 "$WG_BEAT_PORT" "$WG_BEAT_US" >/dev/null
+	wg_stream vm data "$WG_STREAM_US"
+	wait_until "$WG_HANDSHAKE_TIMEOUT" wg_handshaken vm ||
+		die "the tunnel did not come up: no handshake in ${WG_HANDSHAKE_TIMEOUT}s"
+	sleep "$WG_FLOW_S"
+	[ "$(wg_received peer)" -gt 0 ] || die "nothing came through the tunnel"
+	if [ "$traffic" = idle ]; then guest_call vm stream stop data >/dev/null; fi
+	sleep "$WG_SETTLE_S"
+	# Nothing from before the snapshot may hide what the fork changes.
+	guest_call vm reseed >/dev/null
+	progress "$tag: snapshot"
+	snap_save migrate-file vm "$dir/vm"
+	snap_save migrate-file peer "$dir/peer"
+}
+
+# wg_restore KERNEL DIR NAME GUID: one clone of the VM, its wire captured
+# in DIR/NAME.pcap.
+wg_restore() {
+	snap_restore migrate-file vm "$2/vm" "$3" "$1" 1 "$4" "${WG_NETS[@]:2:2}" --pcap "$2/$3.pcap"
+}
+
+# wg_restore_peer KERNEL DIR NAME: the peer as it was at the snapshot.
+wg_restore_peer() {
+	snap_restore migrate-file peer "$2/peer" "$3" "$1" 1 "$WG_PEER_GUID" "${WG_NETS[@]:0:2}"
+}
+
+# wg_restore_pair KERNEL TRAFFIC SET CLONE DIR: a clone next to a restore
+# of the peer, for WG_WINDOW_S; DIR/CLONE.delivered counts what reached
+# the peer's sink meanwhile.
+wg_restore_pair() {
+	local kernel=$1 traffic=$2 set=$3 clone=$4 dir=$5 before after guid=auto
+	[ "$set" = fresh ] || guid=$WG_VM_GUID
+	wg_restore_peer "$kernel" "$dir" "peer-$clone"
+	before=$(wg_received "peer-$clone")
+	wg_restore "$kernel" "$dir" "$clone" "$guid"
+	# A control streams even in the idle case: reuse needs traffic.
+	if [ "$traffic" = idle ] && [ "$set" = control ]; then
+		wg_stream "$clone" data "$WG_STREAM_US"
+	fi
+	sleep "$WG_WINDOW_S"
+	after=$(wg_received "peer-$clone")
+	echo "$((after - before))" >"$dir/$clone.delivered"
+	guest_quit "$clone"
+	guest_quit "peer-$clone"
+}
+
+# wg_both_measure KERNEL_NAME KERNEL: two fresh-GUID clones of one snapshot
+# on the switch next to one restore of the peer, both streaming: the same
+# MAC, address and static key.  result.json: {"kernel", "received" (by the
+# peer), "sent" (by the two clones, at the stream's rate), "detect"
+# (wg-detect's report of both)}.
+wg_both_measure() {
+	local kname=$1 kernel=$2 dir=$ROW_DIR before after c
+	wg_snapshot "$kname" "$kernel" stream "$dir"
+	wg_restore_peer "$kernel" "$dir" both-peer
+	before=$(wg_received both-peer)
+	for c in a b; do wg_restore "$kernel" "$dir" "both-$c" auto; done
+	sleep "$((2 * WG_WINDOW_S))"
+	after=$(wg_received both-peer)
+	for c in a b; do guest_quit "both-$c"; done
+	guest_quit both-peer
+	wg_detect "$dir/detect.json" "$dir/both-a.pcap" "$dir/both-b.pcap" >/dev/null
+	jq --arg k "$kname" --argjson r "$((after - before))" \
+		--argjson s "$((2 * 2 * WG_WINDOW_S * 1000000 / WG_STREAM_US))" \
+		'{kernel: $k, received: $r, sent: $s, detect: .}' "$dir/detect.json" >"$dir/result.json"
+}
