@@ -72,11 +72,12 @@ CLEANUP_HOOKS+=(libvirt_cleanup)
 # (machine.sh), with <genid/> for the vmgenid device.  A part of the
 # description that libvirt cannot express here is an error, not dropped.
 libvirt_domain_xml() {
-	local dir type=qemu genid="" disk=""
+	local dir type=qemu genid="" disk="" cpu=""
 	dir=$(guest_dir "${MACHINE[name]}")
 	[ "${MACHINE[accel]}" = kvm ] && type=kvm
-	if [ -n "${MACHINE[net]}${MACHINE[pcap]}" ] || [ "${#QEMU_PROCESS[@]}" -gt 0 ]; then
-		echo "libvirt: the domain XML has no network, capture or QEMU process options" >&2
+	if [ -n "${MACHINE[net]}${MACHINE[pcap]}" ] || [ "${MACHINE[deterministic]}" = 1 ] ||
+		[ "${#QEMU_PROCESS[@]}" -gt 0 ]; then
+		echo "libvirt: the domain XML has no network, capture, instruction counting or QEMU process options" >&2
 		return 1
 	fi
 	case "${MACHINE[guid]}" in
@@ -84,6 +85,7 @@ libvirt_domain_xml() {
 	auto) genid="<genid/>" ;;
 	*) genid="<genid>${MACHINE[guid]}</genid>" ;;
 	esac
+	[ -z "${MACHINE[cpu]}" ] || cpu="<cpu mode='custom' match='exact'><model>${MACHINE[cpu]}</model></cpu>"
 	if [ -n "${MACHINE[disk]}" ]; then
 		disk="<disk type='file' device='disk'><driver name='qemu' type='qcow2' cache='unsafe'/>"
 		disk+="<source file='${MACHINE[disk]}'/><target dev='vda' bus='virtio'/></disk>"
@@ -93,6 +95,7 @@ libvirt_domain_xml() {
 		  <name>$(libvirt_dom "${MACHINE[name]}")</name>
 		  <memory unit='MiB'>${MACHINE[mem]}</memory>
 		  <vcpu>${MACHINE[smp]}</vcpu>
+		  $cpu
 		  $genid
 		  <os>
 		    <type arch='x86_64' machine='q35'>hvm</type>

@@ -20,12 +20,18 @@ QEMU_PROCESS=() # options of the QEMU process rather than of the machine
 #   --disk FILE      a qcow2 that can hold savevm's VM state (no device uses it)
 #   --net SOCK,MAC   virtio-net on a switch_start switch
 #   --pcap FILE      that network's traffic, captured by QEMU (QEMU only)
+#   --cpu MODEL      the vCPU model (QEMU's default, qemu64 under TCG: no RDRAND)
+#   --deterministic  guest time counts instructions (-icount shift=0,
+#                    sleep=off), the RTC starts at a fixed date and runs on
+#                    guest time, and the vCPU is qemu64: two boots of one
+#                    kernel run the same instructions until the host speaks
+#   --append "P..."  kernel parameters
 # and, for the QEMU process: --loadvm TAG, --incoming URI, --extra ARG.
 machine() {
 	local name=$1 kernel=$2
 	shift 2
 	MACHINE=([name]=$name [kernel]=$kernel [initrd]=$INITRAMFS [mem]=$GUEST_MEM [smp]=1
-		[guid]=auto [role]=agent [disk]="" [net]="" [pcap]="")
+		[guid]=auto [role]=agent [disk]="" [net]="" [pcap]="" [cpu]="" [deterministic]=0 [append]="")
 	QEMU_PROCESS=()
 	while [ $# -gt 0 ]; do
 		case "$1" in
@@ -36,6 +42,9 @@ machine() {
 		--disk) MACHINE[disk]=$2 ;;
 		--net) MACHINE[net]=$2 ;;
 		--pcap) MACHINE[pcap]=$2 ;;
+		--cpu) MACHINE[cpu]=$2 ;;
+		--deterministic) MACHINE[deterministic]=1 MACHINE[cpu]=qemu64; shift; continue ;;
+		--append) MACHINE[append]=$2 ;;
 		--loadvm) QEMU_PROCESS+=(-loadvm "$2") ;;
 		--incoming) QEMU_PROCESS+=(-incoming "$2") ;;
 		--extra) QEMU_PROCESS+=("$2") ;;
@@ -49,7 +58,9 @@ machine() {
 		return 1
 	fi
 	MACHINE[accel]=$(qemu_accel "$kernel")
-	MACHINE[cmdline]="console=ttyS0 panic=-1 forksafe.role=${MACHINE[role]}"
+	# Counting instructions is TCG's.
+	if [ "${MACHINE[deterministic]}" = 1 ]; then MACHINE[accel]=tcg; fi
+	MACHINE[cmdline]="console=ttyS0 panic=-1 forksafe.role=${MACHINE[role]}${MACHINE[append]:+ ${MACHINE[append]}}"
 }
 
 # The QEMU command line of the machine described last, in QEMU_ARGS.
@@ -66,6 +77,12 @@ machine_qemu_args() {
 		-device "virtio-serial-pci,id=vser"
 		-device "virtserialport,bus=vser.0,chardev=agent,name=$AGENT_PORT"
 	)
+	if [ -n "${MACHINE[cpu]}" ]; then
+		QEMU_ARGS+=(-cpu "${MACHINE[cpu]}")
+	fi
+	if [ "${MACHINE[deterministic]}" = 1 ]; then
+		QEMU_ARGS+=(-icount shift=0,sleep=off,align=off -rtc base=2020-01-01T00:00:00,clock=vm)
+	fi
 	if [ "${MACHINE[guid]}" != none ]; then
 		QEMU_ARGS+=(-device "vmgenid,id=vmgenid0,guid=${MACHINE[guid]}")
 	fi

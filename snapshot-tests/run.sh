@@ -29,6 +29,9 @@ if [ -n "${TESTS:-}" ]; then
 	done
 fi
 
+# The guests, switches and libvirt daemons of the suite's runs, by PID.
+suite_pids() { pgrep -f '/tmp/forksafe\.[A-Za-z0-9]{6}/' | sort || true; }
+
 # One KVM probe for the whole run (a failing probe costs 15 s).
 if [ -z "${ACCEL:-}" ]; then
 	probe_kernel=${KERNEL:-${FORKSAFE_BUILD:-$dir/../build}/bzImage-stock}
@@ -44,10 +47,19 @@ for t in "${tests[@]}"; do
 	secs=${TEST_TIMEOUT:-${timeout[$t]}}
 	out=$(mktemp)
 	rcfile=$(mktemp)
+	before=$(suite_pids)
 	# Streamed as it runs, so long scenarios show progress.
 	{ rc=0; timeout -k 30 "$secs" bash "$dir/$t.sh" </dev/null 2>&1 || rc=$?; echo "$rc" >"$rcfile"; } |
 		tee "$out" | sed -u 's/^/# /'
 	rc=$(cat "$rcfile")
+	# A scenario stops everything it starts; what outlives it is a bug.
+	left=$(comm -13 <(echo "$before") <(suite_pids) | tr '\n' ' ')
+	if [ -n "${left// /}" ]; then
+		echo "# $t left processes running: $left(stopped now)"
+		# shellcheck disable=SC2086 # a list of PIDs
+		kill $left 2>/dev/null || true
+		[ "$rc" != 0 ] || rc=1
+	fi
 	case "$rc" in
 	0) echo "ok $n $t"; passed=$((passed + 1)) ;;
 	4) echo "ok $n $t # SKIP $(sed -n 's/^1\.\.0 # SKIP //p' "$out" | head -n 1)"

@@ -35,13 +35,15 @@ t_result() {
 }
 
 # t_check DESCRIPTION COMMAND...: ok when COMMAND succeeds; on failure its
-# status and the last line it wrote to stderr.
+# status and the last line it wrote to stderr.  COMMAND runs in this shell
+# (a guest it starts is this shell's to stop).
 t_check() {
-	local desc=$1 rc=0 err
+	local desc=$1 rc=0 err=${TMPDIR:-/tmp}/ktap-check.$$
 	shift
-	err=$("$@" 2>&1 >/dev/null) || rc=$?
+	"$@" >/dev/null 2>"$err" || rc=$?
 	t_result "$rc" "$desc"
-	[ "$rc" = 0 ] || t_diag "exit=$rc${err:+: $(tail -n 1 <<<"$err")}"
+	[ "$rc" = 0 ] || t_diag "exit=$rc: $(tail -n 1 "$err")"
+	rm -f "$err"
 }
 
 # t_eq DESCRIPTION GOT WANT
