@@ -3,7 +3,7 @@
 #   make demo       the fork matrix for both kernels (the main job)
 #   make check      build everything and run snapshot-tests/ (KTAP)
 #   make deps       install what the suite needs from Debian's packages
-#   make kernel / kernel-stock / kernel-debug / kernel-tree / refresh-patches
+#   make kernel / kernel-stock / kernel-kunit / kernel-debug / kernel-tree / refresh-patches
 #   make guest      static init + agent, packed into an initramfs
 #   make tools      the host-side C tools (QMP client, agent client, analyzers)
 
@@ -22,7 +22,7 @@ DEBS := linux-source-6.1 bc bison flex libelf-dev libssl-dev cpio xz-utils file 
 	libvirt-daemon-system libvirt-clients libvirt-dev \
 	libjson-c-dev libpcap-dev jq shellcheck python3-ply python3-git
 
-.PHONY: all deps kernel kernel-stock kernel-debug kernel-bench kernel-tree refresh-patches \
+.PHONY: all deps kernel kernel-stock kernel-kunit kernel-debug kernel-bench kernel-tree refresh-patches \
 	checkpatch guest tools corpus check demo bench-rng bench-wg fuzz clean
 
 all: kernel kernel-stock guest tools
@@ -47,6 +47,8 @@ kernel:
 	@kernel-patches/kernel.sh build patched
 kernel-stock:
 	@kernel-patches/kernel.sh build stock
+kernel-kunit:
+	@kernel-patches/kernel.sh build kunit
 kernel-debug:
 	@kernel-patches/kernel.sh build debug
 kernel-bench:
@@ -141,7 +143,7 @@ fuzz: $(BUILD)/fuzz-dump $(BUILD)/fuzz-read-line $(BUILD)/fuzz-wg-detect corpus
 # ---- tests ---------------------------------------------------------------------
 # TESTS="boot_vmgenid ..." runs a subset; KERNEL=/path/bzImage tests one kernel.
 check: deps
-	@$(MAKE) --no-print-directory kernel kernel-stock kernel-debug guest tools
+	@$(MAKE) --no-print-directory kernel kernel-stock kernel-kunit kernel-debug guest tools
 	@snapshot-tests/run.sh
 
 # The main job: the full fork matrix for both kernels (METHODS=, VCPUS=,

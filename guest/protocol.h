@@ -19,20 +19,38 @@
 #define AGENT_REQUEST_MAX 4096
 
 /*
- * `record dump` sends one line per record:
+ * `record dump` sends a header line, then one line per record:
  *
+ *	H SHAPE UNIT
  *	R STREAM SEQ FP T_NS CHANGED
  *
- * STREAM is a vCPU for the getrandom() loops (0 .. DUMP_MAX_STREAMS - 1),
- * SEQ counts that stream's records from 0 without a gap, FP is a 64-bit
- * fingerprint of the output in hex, T_NS the guest's CLOCK_MONOTONIC when
- * it was produced, CHANGED 1 once the live generation ID differed from
- * the one seen when recording started.  Each record stands for
- * RNG_BLOCK_BYTES bytes of output.
+ * SHAPE says how the RNG was used (below), UNIT how many bytes of output
+ * one record stands for.  STREAM numbers the recorder's streams from 0
+ * (at most DUMP_MAX_STREAMS), SEQ counts a stream's records from 0 without
+ * a gap, FP is a 64-bit fingerprint of the output in hex, T_NS the
+ * guest's CLOCK_MONOTONIC when it was produced, CHANGED 1 once the live
+ * generation ID differed from the one seen when recording started.
+ *
+ * The shapes, one way each that the RNG's output reaches user space:
+ *   getrandom-16     one thread per vCPU, getrandom() of 16 bytes in a
+ *                    loop; a stream per vCPU, UNIT 16
+ *   insecure-16      the same with GRND_INSECURE, for a crng that is not
+ *                    ready yet
+ *   getrandom-16MiB  one thread, getrandom() of 16 MiB at a time; a record
+ *                    per 4 KiB page, CHANGED as seen when the kernel first
+ *                    wrote to that page; UNIT 4096
+ *   urandom-1MiB     the same with read() of /dev/urandom, 1 MiB at a time
+ *   exec             one thread running a program again and again: stream
+ *                    0 its AT_RANDOM, stream 1 its stack and mmap bases,
+ *                    stream 2 a read of /proc/sys/kernel/random/uuid;
+ *                    UNIT 16
  */
+#define DUMP_HEADER_FMT "H %s %u"
 #define DUMP_RECORD_FMT "R %d %u %016llx %lld %u"
 #define DUMP_MAX_STREAMS 64
 #define DUMP_MAX_RECORDS 4000000
+#define DUMP_SHAPE_MAX 32
 #define RNG_BLOCK_BYTES 16
+#define RNG_PAGE_BYTES 4096
 
 #endif

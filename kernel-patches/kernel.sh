@@ -2,8 +2,11 @@
 # Build the guest kernels from Debian's linux-source-6.1.
 #
 #   kernel.sh build VARIANT               bzImage, cached by a hash of its inputs
-#       stock, patched (the series), debug (patched + debug.config), and
-#       stock-bench, patched-bench (plus the hooks in bench/, for make bench-rng)
+#       stock; patched (stock + the series, nothing else: what is measured);
+#       kunit (patched + the KUnit suites, kunit.config); debug (kunit +
+#       debug.config); stock-bench, patched-bench (plus the hooks in bench/,
+#       for make bench-rng); mutant-NAME (kunit + mutants/NAME.patch, for
+#       make mutants)
 #   kernel.sh tree                         a tree with the series applied, to edit
 #   kernel.sh refresh                      rewrite the series from that tree
 #   kernel.sh checkpatch                   scripts/checkpatch.pl --strict on the series
@@ -29,7 +32,7 @@ git_id() { git -c user.name=forksafe -c user.email=forksafe@localhost "$@"; }
 # The fragments and patches that make up a variant.
 fragments() {
 	echo "$here/forksafe.config"
-	case "$1" in stock*) ;; *) echo "$here/patched.config" ;; esac
+	case "$1" in kunit | debug | mutant-*) echo "$here/kunit.config" ;; esac
 	if [ "$1" = debug ]; then echo "$here/debug.config"; fi
 }
 
@@ -45,7 +48,13 @@ patches() {
 		done <"$here/series"
 		;;
 	esac
-	case "$1" in *-bench) find "$here/bench" -name '*.patch' | sort ;; esac
+	case "$1" in
+	*-bench) find "$here/bench" -name '*.patch' | sort ;;
+	mutant-*)
+		[ -f "$here/mutants/${1#mutant-}.patch" ] || die "no mutant named ${1#mutant-} in kernel-patches/mutants/"
+		echo "$here/mutants/${1#mutant-}.patch"
+		;;
+	esac
 }
 
 source_version() {
@@ -87,28 +96,41 @@ ensure_base() {
 # alone (re-applying them would touch include/linux/random.h, which half
 # the kernel includes).
 prepare_tree() {
-	local v=$1 dir=$2 p applied
+	local v=$1 dir=$2 p applied mutant=""
+	local -a committed=()
 	ensure_base
 	if [ ! -e "$dir/.git" ]; then
 		rm -rf "$dir"
 		git -C "$base" worktree prune
 		git -C "$base" worktree add -q --detach "$dir" forksafe-base
 	fi
-	applied=$(patches "$v" | xargs -r cat | sha256sum | cut -c1-16)
-	if [ "$(cat "$dir/.forksafe-applied" 2>/dev/null)" = "$applied" ] &&
-		git -C "$dir" diff --quiet HEAD; then
-		return 0
-	fi
-	rm -f "$dir/.forksafe-applied"
-	git -C "$dir" am --abort >/dev/null 2>&1 || true
-	git -C "$dir" reset -q --hard forksafe-base
+	# A mutant is applied uncommitted on top of the series, so that the
+	# next mutant only restores the files this one touched.
 	while read -r p; do
-		if ! git_id -C "$dir" am -q --committer-date-is-author-date "$p" >/dev/null 2>&1; then
-			git -C "$dir" am --abort >/dev/null 2>&1 || true
-			die "patch kernel-patches/${p##*/} does not apply to linux-source-6.1 $(source_version)"
-		fi
+		case "$p" in */mutants/*) mutant=$p ;; *) committed+=("$p") ;; esac
 	done < <(patches "$v")
-	echo "$applied" >"$dir/.forksafe-applied"
+	applied=$(cat "${committed[@]}" /dev/null | sha256sum | cut -c1-16)
+	if [ "$(cat "$dir/.forksafe-applied" 2>/dev/null)" != "$applied" ]; then
+		rm -f "$dir/.forksafe-applied"
+		git -C "$dir" am --abort >/dev/null 2>&1 || true
+		git -C "$dir" reset -q --hard forksafe-base
+		for p in "${committed[@]}"; do
+			if ! git_id -C "$dir" am -q --committer-date-is-author-date "$p" >/dev/null 2>&1; then
+				git -C "$dir" am --abort >/dev/null 2>&1 || true
+				die "patch kernel-patches/${p#"$here"/} does not apply to linux-source-6.1 $(source_version)"
+			fi
+		done
+		echo "$applied" >"$dir/.forksafe-applied"
+	fi
+	if [ "$(cat "$dir/.forksafe-mutant" 2>/dev/null)" != "$mutant" ] || [ -z "$mutant" ]; then
+		git -C "$dir" diff --quiet HEAD || git -C "$dir" checkout -q -- .
+		rm -f "$dir/.forksafe-mutant"
+		if [ -n "$mutant" ]; then
+			git -C "$dir" apply "$mutant" ||
+				die "mutant kernel-patches/${mutant#"$here"/} does not apply on top of the series"
+			echo "$mutant" >"$dir/.forksafe-mutant"
+		fi
+	fi
 }
 
 # tinyconfig, the fragments merged on top, then proof that Kconfig kept them.
@@ -138,8 +160,8 @@ configure() {
 
 build() {
 	local v=$1 key dest dir
-	case "$v" in patched|stock|debug|patched-bench|stock-bench) ;;
-	*) die "unknown variant '$v' (patched, stock, debug, patched-bench, stock-bench)" ;;
+	case "$v" in patched | stock | kunit | debug | patched-bench | stock-bench | mutant-*) ;;
+	*) die "unknown variant '$v' (patched, stock, kunit, debug, patched-bench, stock-bench, mutant-NAME)" ;;
 	esac
 	key=$(input_hash "$v")
 	dest=$cache/kernels/$v-$key
@@ -147,7 +169,7 @@ build() {
 	if [ -f "$dest/bzImage" ]; then
 		log "$v: cached ($dest)"
 	else
-		dir=$cache/work/$v
+		case "$v" in mutant-*) dir=$cache/work/mutant ;; *) dir=$cache/work/$v ;; esac
 		log "$v: building in $dir (inputs $key)"
 		prepare_tree "$v" "$dir"
 		configure "$v" "$dir"
