@@ -2,7 +2,8 @@
 # Bad input ends with one clear line and a non-zero exit, never a hang and
 # never a stray QEMU: a QEMU that cannot start, a guest that never answers,
 # a dead QMP socket, a truncated migration stream, a truncated or garbled
-# recorder dump, a truncated, empty or foreign pcap capture, an unknown
+# recorder dump, one without its header or of another shape than its
+# reference, a truncated, empty or foreign pcap capture, an unknown
 # snapshot method, bad driver options, a failing row inside the matrix, a
 # guest without vmgenid.
 set -euo pipefail
@@ -44,17 +45,24 @@ truncate -s 1M "$RUN_DIR/snap/vmstate.mig"
 expect_fail "truncated migration stream" "error while loading state" \
 	snap_restore migrate-file orig "$RUN_DIR/snap" clone "$kernel" 1 auto
 
-# Recorder dumps from a guest are untrusted input.
-printf 'R 0 0 00000000000000ff 10 0\nR 0 1 0000000000000001 20 0\n' >"$RUN_DIR/ok.dump"
-printf 'R 0 0 00000000000000ff 10 0\nR 0 2 0000000000000001 20 0\n' >"$RUN_DIR/gap.dump"
-printf 'R 0 0 00000000000000ff 10 0\nR 0 1 00000000' >"$RUN_DIR/cut.dump"
-printf 'R 0 0 zz 10 0\n' >"$RUN_DIR/garbled.dump"
-expect_fail "dump with a lost line" "gap.dump:2: CPU 0: block 2 where 1 was due" \
+# Recorder dumps from a guest are untrusted input; each opens with its header.
+printf 'H getrandom-16 16\nR 0 0 00000000000000ff 10 0\nR 0 1 0000000000000001 20 0\n' >"$RUN_DIR/ok.dump"
+printf 'H getrandom-16 16\nR 0 0 00000000000000ff 10 0\nR 0 2 0000000000000001 20 0\n' >"$RUN_DIR/gap.dump"
+printf 'H getrandom-16 16\nR 0 0 00000000000000ff 10 0\nR 0 1 00000000' >"$RUN_DIR/cut.dump"
+printf 'H getrandom-16 16\nR 0 0 zz 10 0\n' >"$RUN_DIR/garbled.dump"
+printf 'R 0 0 00000000000000ff 10 0\nR 0 1 0000000000000001 20 0\n' >"$RUN_DIR/headless.dump"
+printf 'H urandom-1MiB 4096\nR 0 0 00000000000000ff 10 0\nR 0 1 0000000000000001 20 0\n' >"$RUN_DIR/pages.dump"
+expect_fail "dump with a lost line" "gap.dump:3: stream 0: record 2 where 1 was due" \
 	"$BUILD/rng-exposure" ref="$RUN_DIR/ok.dump" control="$RUN_DIR/gap.dump"
-expect_fail "truncated dump" "cut.dump:2: truncated" \
+expect_fail "truncated dump" "cut.dump:3: truncated" \
 	"$BUILD/rng-exposure" ref="$RUN_DIR/ok.dump" control="$RUN_DIR/cut.dump"
-expect_fail "garbled dump" "garbled.dump:1: garbled record" \
+expect_fail "garbled dump" "garbled.dump:2: garbled record" \
 	"$BUILD/rng-exposure" ref="$RUN_DIR/ok.dump" control="$RUN_DIR/garbled.dump"
+expect_fail "dump without its header" "headless.dump:1: no header line (H SHAPE UNIT)" \
+	"$BUILD/rng-exposure" ref="$RUN_DIR/ok.dump" control="$RUN_DIR/headless.dump"
+expect_fail "dumps of two shapes" \
+	"ref is getrandom-16 with 16-byte records, control is urandom-1MiB with 4096-byte records" \
+	"$BUILD/rng-exposure" ref="$RUN_DIR/ok.dump" control="$RUN_DIR/pages.dump"
 expect_fail "identical reference and control" "never differ in time" \
 	"$BUILD/rng-exposure" ref="$RUN_DIR/ok.dump" control="$RUN_DIR/ok.dump"
 

@@ -5,7 +5,8 @@
  *   rng-exposure [-w MIN_WINDOW] REF CONTROL CLONE...
  *
  * Each argument is NAME=DUMP[:CONSOLE]: a recorder dump from the guest agent
- * ("R CPU SEQ FP T_NS CHANGED" lines, see guest/recorder.c) and optionally
+ * (a header "H SHAPE UNIT", then "R STREAM SEQ FP T_NS CHANGED" lines, see
+ * guest/protocol.h; every dump of one run has the same shape and unit) and optionally
  * the clone's serial console.  REF and CONTROL are two clones restored with
  * the original's GUID; the others are compared with REF block by block.
  *
@@ -88,11 +89,14 @@ static void same_shape(const struct dump *a, const struct dump *b, const char *a
 {
 	int c;
 
-	if (a->ncpus != b->ncpus)
-		fail("%s has %d CPUs, %s has %d", an, a->ncpus, bn, b->ncpus);
-	for (c = 0; c < a->ncpus; c++)
+	if (strcmp(a->shape, b->shape) || a->unit != b->unit)
+		fail("%s is %s with %u-byte records, %s is %s with %u-byte records",
+		     an, a->shape, a->unit, bn, b->shape, b->unit);
+	if (a->nstreams != b->nstreams)
+		fail("%s has %d streams, %s has %d", an, a->nstreams, bn, b->nstreams);
+	for (c = 0; c < a->nstreams; c++)
 		if (a->n[c] != b->n[c])
-			fail("%s has %u blocks on CPU %d, %s has %u", an, a->n[c], c, bn, b->n[c]);
+			fail("%s has %u records on stream %d, %s has %u", an, a->n[c], c, bn, b->n[c]);
 }
 
 /* REF's blocks after the snapshot point, sorted, to look fingerprints up. */
@@ -112,14 +116,14 @@ static void build_ref_set(const struct dump *ref, const uint32_t *s)
 	uint32_t i;
 	int c;
 
-	for (c = 0; c < ref->ncpus; c++)
+	for (c = 0; c < ref->nstreams; c++)
 		total += ref->n[c] - s[c];
 	ref_set = malloc(sizeof(*ref_set) * (total ? total : 1));
 	if (!ref_set)
 		fail("out of memory");
-	for (c = 0; c < ref->ncpus; c++)
+	for (c = 0; c < ref->nstreams; c++)
 		for (i = s[c]; i < ref->n[c]; i++)
-			ref_set[ref_set_len++] = ref->b[c][i].fp;
+			ref_set[ref_set_len++] = ref->rec[c][i].fp;
 	qsort(ref_set, ref_set_len, sizeof(*ref_set), cmp_u64);
 }
 
@@ -143,7 +147,7 @@ static uint32_t divergence(const struct dump *d, int c, uint32_t from, uint64_t 
 	uint64_t same = 0;
 
 	for (i = from; i < d->n[c] && run < DIVERGED_RUN; i++) {
-		if (shared(d->b[c][i].fp)) {
+		if (shared(d->rec[c][i].fp)) {
 			same++;
 			run = 0;
 		} else {
@@ -159,13 +163,13 @@ static void snapshot_points(const struct input *ref, const struct input *con, ui
 {
 	int c;
 
-	for (c = 0; c < ref->d.ncpus; c++) {
+	for (c = 0; c < ref->d.nstreams; c++) {
 		for (s[c] = 0; s[c] < ref->d.n[c]; s[c]++)
-			if (ref->d.b[c][s[c]].t_ns != con->d.b[c][s[c]].t_ns ||
-			    ref->d.b[c][s[c]].fp != con->d.b[c][s[c]].fp)
+			if (ref->d.rec[c][s[c]].t_ns != con->d.rec[c][s[c]].t_ns ||
+			    ref->d.rec[c][s[c]].fp != con->d.rec[c][s[c]].fp)
 				break;
 		if (s[c] == ref->d.n[c])
-			fail("%s and %s never differ in time on CPU %d: are they the same recording?",
+			fail("%s and %s never differ in time on stream %d: are they the same recording?",
 			     ref->name, con->name, c);
 	}
 }
@@ -178,10 +182,10 @@ static struct json_object *judge_control(const struct input *con, const uint32_t
 	uint32_t i, at, window = 0, diverged_at = 0;
 	int c, ok = 1, changed = 0;
 
-	for (c = 0; c < d->ncpus; c++) {
+	for (c = 0; c < d->nstreams; c++) {
 		window += d->n[c] - s[c];
 		for (i = s[c]; i < d->n[c]; i++)
-			changed |= d->b[c][i].changed;
+			changed |= d->rec[c][i].changed;
 		at = divergence(d, c, s[c], &n);
 		same += n;
 		if (at < d->n[c] && ok) {
@@ -213,8 +217,8 @@ static struct json_object *judge_clone(const struct input *in, const uint32_t *s
 	uint32_t first, j;
 	int c, changed = 0, diverged = 0;
 
-	for (c = 0; c < d->ncpus; c++) {
-		for (first = s[c]; first < d->n[c] && !d->b[c][first].changed; first++)
+	for (c = 0; c < d->nstreams; c++) {
+		for (first = s[c]; first < d->n[c] && !d->rec[c][first].changed; first++)
 			;
 		changed |= first < d->n[c];
 		divergence(d, c, s[c], &n);
@@ -223,9 +227,9 @@ static struct json_object *judge_clone(const struct input *in, const uint32_t *s
 		exposed += n;
 		/* Guest time from the first post-fork block to the first fresh run. */
 		if (n) {
-			end_ns = d->b[c][j < d->n[c] ? j : j - 1].t_ns;
-			if ((end_ns - d->b[c][first].t_ns) / 1000 > us)
-				us = (end_ns - d->b[c][first].t_ns) / 1000;
+			end_ns = d->rec[c][j < d->n[c] ? j : j - 1].t_ns;
+			if ((end_ns - d->rec[c][first].t_ns) / 1000 > us)
+				us = (end_ns - d->rec[c][first].t_ns) / 1000;
 		}
 		diverged |= j < d->n[c];
 	}
@@ -239,7 +243,7 @@ static struct json_object *judge_clone(const struct input *in, const uint32_t *s
 	}
 	json_object_object_add(o, "identical_after_snapshot", json_object_new_int64(after));
 	json_object_object_add(o, "exposure_blocks", json_object_new_int64(exposed));
-	json_object_object_add(o, "exposure_bytes", json_object_new_int64(exposed * RNG_BLOCK_BYTES));
+	json_object_object_add(o, "exposure_bytes", json_object_new_int64(exposed * d->unit));
 	json_object_object_add(o, "exposure_us", json_object_new_int64(us));
 	json_object_object_add(o, "diverged", json_object_new_boolean(diverged));
 	return o;
@@ -251,9 +255,9 @@ static int ends_shared(const struct dump *a, const struct dump *b, const uint32_
 	uint32_t i;
 	int c;
 
-	for (c = 0; c < a->ncpus; c++)
+	for (c = 0; c < a->nstreams; c++)
 		for (i = s[c]; i < b->n[c]; i++)
-			if (b->b[c][i].fp == a->b[c][a->n[c] - 1].fp)
+			if (b->rec[c][i].fp == a->rec[c][a->n[c] - 1].fp)
 				return 1;
 	return 0;
 }
@@ -286,7 +290,7 @@ int main(int argc, char **argv)
 	snapshot_points(&in[0], &in[1], s);
 	build_ref_set(&in[0].d, s);
 	snap = json_object_new_array();
-	for (c = 0; c < in[0].d.ncpus; c++)
+	for (c = 0; c < in[0].d.nstreams; c++)
 		json_object_array_add(snap, json_object_new_int64(s[c]));
 	clones = json_object_new_array();
 	for (k = 2; k < nin; k++)
@@ -296,7 +300,7 @@ int main(int argc, char **argv)
 			pairs_same += ends_shared(&in[k].d, &in[m].d, s);
 
 	out = json_object_new_object();
-	json_object_object_add(out, "cpus", json_object_new_int(in[0].d.ncpus));
+	json_object_object_add(out, "cpus", json_object_new_int(in[0].d.nstreams));
 	json_object_object_add(out, "snapshot_seq", snap);
 	json_object_object_add(out, "control", judge_control(&in[1], s, min_window));
 	json_object_object_add(out, "clones", clones);
