@@ -85,13 +85,13 @@ tools: $(TOOLS)
 HOST := $(CC) $(HOST_CFLAGS) -Iguest
 TOOL_SRC := $(AN)/tool.c $(AN)/tool.h
 
-$(BUILD)/rng-exposure: $(AN)/rng-exposure.c $(AN)/dump.c $(AN)/dump.h guest/protocol.h $(TOOL_SRC) | $(BUILD)
+$(BUILD)/rng-exposure: $(AN)/rng-exposure.c $(AN)/dump.c $(AN)/dump.h $(AN)/shape.h guest/protocol.h $(TOOL_SRC) | $(BUILD)
 	$(HOST) -o $@ $(filter %.c,$^) -ljson-c
 
 $(BUILD)/wg-detect: $(AN)/wg-detect.c $(AN)/wgpcap.c $(AN)/wgpcap.h $(TOOL_SRC) | $(BUILD)
 	$(HOST) -o $@ $(filter %.c,$^) -lpcap -ljson-c
 
-$(BUILD)/fork-report: $(AN)/fork-report.c $(TOOL_SRC) | $(BUILD)
+$(BUILD)/fork-report: $(AN)/fork-report.c $(AN)/shape.h guest/protocol.h $(TOOL_SRC) | $(BUILD)
 	$(HOST) -o $@ $(filter %.c,$^) -ljson-c
 
 $(BUILD)/pcap-synth: $(AN)/pcap-synth.c $(AN)/wgpcap.h $(TOOL_SRC) | $(BUILD)

@@ -14,11 +14,17 @@
  *    datagrams that reached the peer.
  *
  * RNG verdicts:
- *   error            the row failed, or its control could not tell a fork
- *                    (a blind detector never passes)
- *   no fork signal   no clone saw a new GUID
- *   fork-safe        clones saw a new GUID and produced nothing pre-fork after it
- *   exposure window  clones produced pre-fork output after the GUID changed
+ *   error               the row failed, its reference saw a new GUID, its
+ *                       control is not identical within its bound, or a
+ *                       stream recorded too little after the snapshot (a
+ *                       blind detector never passes)
+ *   no fork signal      no clone saw a new GUID
+ *   partial fork signal some clones saw a new GUID, not all (never a pass)
+ *   fork-safe           every clone saw a new GUID, and after it shared with
+ *                       the reference and with each other clone at most the
+ *                       shape's allowance (shape.h): 0 records for the
+ *                       per-call shapes, the page in flight for long reads
+ *   exposure window     every clone saw a new GUID, some shared more
  * WireGuard verdicts:
  *   error            the row failed, or the controls reused no nonce (blind)
  *   exposed          a fresh clone sent under a pre-fork key or reused a nonce
@@ -32,6 +38,7 @@
  * verdict and the figures tests assert on, by name.  Exit 0, or 2 with one
  * line on bad usage or a row that is not a JSON object.
  */
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +46,7 @@
 #include <unistd.h>
 #include <json-c/json.h>
 #include "tool.h"
+#include "shape.h"
 
 const char *tool_name = "fork-report";
 
@@ -168,17 +176,22 @@ struct row {
 	const char *kind, *kernel, *verdict;
 	char why[256];
 	/* rng */
+	const char *shape;
 	int changed, diverged, reseeded, reseeded_once, control_reseeds;
-	long long shared;
+	long long shared, exposure_max, cross_max, allowance, control_fresh, control_bound;
 	/* wg */
 	long long prefork, reuse, control_reuse;
 	int rekeyed, delivering;
 };
 
-static int error_row(struct row *r, const char *why)
+static int __attribute__((format(printf, 2, 3))) error_row(struct row *r, const char *fmt, ...)
 {
+	va_list ap;
+
 	r->verdict = "error";
-	snprintf(r->why, sizeof(r->why), "%s", why);
+	va_start(ap, fmt);
+	vsnprintf(r->why, sizeof(r->why), fmt, ap);
+	va_end(ap);
 	return 1;
 }
 
@@ -193,16 +206,48 @@ static int judge_common(struct row *r)
 		return error_row(r, "row lacks its kind or kernel");
 	}
 	if (str(r->json, "error"))
-		return error_row(r, str(r->json, "error"));
+		return error_row(r, "%s", str(r->json, "error"));
 	r->result = get(r->json, "result");
 	if (!r->result)
 		return error_row(r, "row has neither a result nor an error");
 	return 0;
 }
 
+/*
+ * A recording vouches for itself only through its reference and control,
+ * both restored with the original's GUID: neither may see a new one, the
+ * control may produce no more fresh records on any stream than its bound
+ * (one per thousand, at least 2: rng-exposure), and every stream must have
+ * recorded its minimum window after the snapshot.  Else: 1, the row an error.
+ */
+static int rng_blind(struct row *r)
+{
+	struct json_object *streams = array(r->control, "streams"), *st;
+	size_t i;
+
+	if (flag(get(r->result, "reference"), "guid_changed"))
+		return error_row(r, "the reference saw a new GUID: it cannot stand for the snapshot");
+	if (flag(r->control, "guid_changed"))
+		return error_row(r, "the control saw a new GUID: the recording cannot tell a fork (blind detector)");
+	if (!flag(r->control, "identical"))
+		return error_row(r, "control: %lld fresh records on stream %lld, more than its bound of %lld: "
+				 "the recording cannot tell a fork (blind detector)",
+				 r->control_fresh, num(r->control, "worst_stream"), r->control_bound);
+	if (!streams || !json_object_array_length(streams))
+		return error_row(r, "the control has no streams");
+	for (i = 0; i < json_object_array_length(streams); i++) {
+		st = json_object_array_get_idx(streams, i);
+		if (!flag(st, "window_ok"))
+			return error_row(r, "stream %lld: only %lld records after the snapshot, %lld wanted",
+					 num(st, "stream"), num(st, "window_records"), num(r->control, "min_window"));
+	}
+	return 0;
+}
+
 static void judge_rng(struct row *r)
 {
-	size_t i;
+	const struct shape *sh;
+	int i, n;
 
 	r->clones = array(r->result, "clones");
 	r->control = get(r->result, "control");
@@ -210,32 +255,44 @@ static void judge_rng(struct row *r)
 		error_row(r, "row has no analyzer result");
 		return;
 	}
-	for (i = 0; i < json_object_array_length(r->clones); i++) {
+	r->shape = str(r->result, "shape");
+	sh = shape_find(r->shape);
+	if (!sh) {
+		error_row(r, "no allowance for shape '%s' (known: %s)", r->shape ? r->shape : "", SHAPE_NAMES);
+		return;
+	}
+	r->allowance = sh->allowance;
+	n = (int)json_object_array_length(r->clones);
+	for (i = 0; i < n; i++) {
 		struct json_object *c = json_object_array_get_idx(r->clones, i);
 
 		r->changed += flag(c, "guid_changed");
 		r->diverged += flag(c, "diverged");
 		r->reseeded += flag(c, "reseed_logged");
 		r->reseeded_once += num(c, "reseed_lines") == 1;
-		if (!i || num(c, "identical_after_snapshot") < r->shared)
-			r->shared = num(c, "identical_after_snapshot");
+		if (!i || num(c, "shared_after_snapshot") < r->shared)
+			r->shared = num(c, "shared_after_snapshot");
 	}
 	r->control_reseeds = (int)num(r->control, "reseed_lines");
-	if (!flag(r->control, "identical"))
-		snprintf(r->why, sizeof(r->why),
-			 "control diverged at block %lld: the recording cannot tell a fork (blind detector)",
-			 num(r->control, "diverged_at_seq"));
-	else if (!flag(r->control, "window_ok"))
-		snprintf(r->why, sizeof(r->why), "only %lld blocks recorded after the snapshot",
-			 num(r->control, "window_blocks"));
-	if (*r->why)
-		r->verdict = "error";
-	else if (!r->changed)
+	r->control_fresh = num(r->control, "fresh_records");
+	r->control_bound = num(r->control, "fresh_bound");
+	r->exposure_max = clone_spread(r->clones, "exposure_records", 1, "guid_changed", 0).max;
+	r->cross_max = clone_spread(r->clones, "cross_clone_records", 1, "guid_changed", 0).max;
+	if (rng_blind(r))
+		return;
+	if (!r->changed) {
 		r->verdict = "no fork signal";
-	else if (clone_spread(r->clones, "exposure_blocks", 1, "guid_changed", 0).max == 0)
+	} else if (r->changed < n) {
+		r->verdict = "partial fork signal";
+		snprintf(r->why, sizeof(r->why), "only %d of %d clones saw a new GUID", r->changed, n);
+	} else if (r->exposure_max <= r->allowance && r->cross_max <= r->allowance) {
 		r->verdict = "fork-safe";
-	else
+	} else {
 		r->verdict = "exposure window";
+		snprintf(r->why, sizeof(r->why),
+			 "up to %lld records shared with the reference, %lld with another clone (%lld allowed)",
+			 r->exposure_max, r->cross_max, r->allowance);
+	}
 }
 
 static void judge_wg(struct row *r)
@@ -286,19 +343,21 @@ static const char *key_str(const struct row *r, const char *key)
 
 static void md_rng_row(const struct row *r)
 {
-	char blocks[64], bytes[64], us[64];
+	char records[64], bytes[64], us[64];
 	int n = r->clones ? (int)json_object_array_length(r->clones) : 0;
 
-	printf("| %s | %lld | ", key_str(r, "method"), num(r->json, "vcpus"));
+	printf("| %s | %lld | %s | ", key_str(r, "method"), num(r->json, "vcpus"), r->shape ? r->shape : "");
 	if (!strcmp(r->verdict, "error") && !r->clones) {
-		printf(" |  |  |  |  |  | error: %s |\n", r->why);
+		printf(" |  |  |  |  |  |  |  | error: %s |\n", r->why);
 		return;
 	}
-	fmt_spread(blocks, sizeof(blocks), clone_spread(r->clones, "exposure_blocks", 1, "guid_changed", 0), 0);
+	fmt_spread(records, sizeof(records),
+		   clone_spread(r->clones, "exposure_records", 1, "guid_changed", 0), 0);
 	fmt_spread(bytes, sizeof(bytes), clone_spread(r->clones, "exposure_bytes", 1, "guid_changed", 0), 0);
 	fmt_spread(us, sizeof(us), clone_spread(r->clones, "exposure_us", 1, "guid_changed", 0), 0);
-	printf("%d/%d | %d/%d | %s | %s | %s | %lld | %s%s%s |\n", r->changed, n, r->reseeded, n,
-	       blocks, bytes, us, r->shared, r->verdict, *r->why ? ": " : "", r->why);
+	printf("%d/%d | %d/%d | %s | %s | %s | %lld | %lld | %lld/%lld | %s%s%s |\n",
+	       r->changed, n, r->reseeded, n, records, bytes, us, r->cross_max, r->shared,
+	       r->control_fresh, r->control_bound, r->verdict, *r->why ? ": " : "", r->why);
 }
 
 static void md_rng(const struct row *rows, int n)
@@ -316,8 +375,9 @@ static void md_rng(const struct row *rows, int n)
 	}
 	for (k = 0; k < nk; k++) {
 		printf("\n### Kernel: %s\n\n", kernels[k]);
-		printf("| method | vCPUs | GUID changed | reseed logged | exposure blocks min/med/max | bytes | µs | shared | verdict |\n");
-		printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+		printf("| method | vCPUs | shape | GUID changed | reseed logged | exposure records min/med/max "
+		       "| bytes | µs | cross-clone max | shared | control fresh/bound | verdict |\n");
+		printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
 		for (i = 0; i < n; i++)
 			if (!strcmp(rows[i].kind, "rng") && !strcmp(rows[i].kernel, kernels[k]))
 				md_rng_row(&rows[i]);
@@ -390,9 +450,15 @@ static struct json_object *verdict_of(const struct row *r)
 		add_int(o, "diverged", r->diverged);
 		add_int(o, "reseeded_once", r->reseeded_once);
 		add_int(o, "control_reseeds", r->control_reseeds);
-		add_int(o, "exposure_max", clone_spread(r->clones, "exposure_blocks", 1, "guid_changed", 0).max);
+		add_int(o, "exposure_max", r->exposure_max);
 		add_int(o, "exposure_bytes_max",
 			clone_spread(r->clones, "exposure_bytes", 1, "guid_changed", 0).max);
+		add_int(o, "exposure_us_max", clone_spread(r->clones, "exposure_us", 1, "guid_changed", 0).max);
+		add_int(o, "cross_clone_max", r->cross_max);
+		add_int(o, "allowance", r->allowance);
+		add_str(o, "shape", r->shape ? r->shape : "");
+		add_int(o, "control_fresh", r->control_fresh);
+		add_int(o, "control_fresh_bound", r->control_bound);
 	} else if (!strcmp(r->kind, "wg") && r->clones) {
 		add_int(o, "prefork_packets", r->prefork);
 		add_int(o, "nonce_reuse_pairs", r->reuse);

@@ -6,29 +6,43 @@
  *
  * Each argument is NAME=DUMP[:CONSOLE]: a recorder dump from the guest agent
  * (a header "H SHAPE UNIT", then "R STREAM SEQ FP T_NS CHANGED" lines, see
- * guest/protocol.h; every dump of one run has the same shape and unit) and optionally
- * the clone's serial console.  REF and CONTROL are two clones restored with
- * the original's GUID; the others are compared with REF block by block.
+ * guest/protocol.h) and optionally that guest's serial console.  REF and
+ * CONTROL were restored with the original's GUID, each CLONE with a fresh
+ * one.  All dumps must have one shape, one unit, the same streams and as
+ * many records on each: anything else is not one snapshot's recording.
  *
- * The snapshot point on each CPU is the first block whose timestamp differs
- * between REF and CONTROL: everything before it was recorded before the
- * snapshot and is the same memory in every clone.  After it, a block is
- * "shared" if REF produced the same block after the snapshot, at any
- * position: another consumer of the same crng (a kernel user, another
- * process) can shift a clone's stream by a block without making it any
- * less predictable from REF.  From there on:
- *  - CONTROL must never diverge from REF (a run of 16 blocks REF never
- *    produced), over at least MIN_WINDOW blocks, or the recording cannot
- *    tell a fork from no fork and the run is an error (a blind detector
- *    never passes);
- *  - a clone's exposure is the number of shared blocks from the first block
- *    for which the clone already saw a new GUID up to its divergence.
+ * The snapshot point of each stream is its first record whose timestamp
+ * (or fingerprint) differs between REF and CONTROL: everything before it
+ * was recorded before the snapshot and is the same memory in every clone.
+ * After it, records are compared as sets, never by position: another
+ * consumer of the same per-CPU crng takes a block at a different moment in
+ * each clone and shifts one stream against another without making it any
+ * less predictable.  Nothing stops counting at a run of fresh records:
+ * state that comes back later is counted where it comes back.
+ *
+ *  - The control must stay REF's.  On every stream it needs MIN_WINDOW
+ *    records after the snapshot point (-w; by default the shape's, see
+ *    shape.h), at most max(2, window / 1000) of them fresh (REF never
+ *    produced them after the snapshot: a consumer that took one block in
+ *    the control at another moment than in REF makes exactly one), and no
+ *    record with CHANGED set.  Otherwise the recording cannot tell a fork
+ *    from no fork, and fork-report makes the row an error.
+ *  - A clone's exposure, on each stream: every record from its first
+ *    CHANGED one to the end that REF produced after the snapshot point,
+ *    and the guest time from that first CHANGED record to the last such.
+ *  - Its cross-clone exposure: for each other clone, the records from its
+ *    first CHANGED one on that the other produced from its own first
+ *    CHANGED one on; the most over the others, and with which.  Two clones
+ *    that reseeded to one new state share nothing with REF and everything
+ *    with each other.
+ *  - diverged: some record from its first CHANGED one on is fresh, in
+ *    neither REF's post-snapshot records nor another clone's.
+ *
  * Prints one JSON object.  Exit 0, or 2 with one line on bad input.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,19 +50,26 @@
 #include <json-c/json.h>
 #include "tool.h"
 #include "dump.h"
+#include "shape.h"
 
 const char *tool_name = "rng-exposure";
 
+#define USAGE "usage: rng-exposure [-w MIN_WINDOW] REF=DUMP CONTROL=DUMP CLONE=DUMP[:CONSOLE]..."
 #define RESEED_LINE "crng reseeded due to virtual machine fork"
 
 struct input {
 	char *name, *dump_path, *console_path;
 	struct dump d;
+	uint32_t first[DUMP_MAX_STREAMS];	/* the first CHANGED record, or n */
 };
+
+/* ---- inputs -------------------------------------------------------------- */
 
 static void parse_arg(struct input *in, char *arg)
 {
 	char *eq = strchr(arg, '='), *colon;
+	uint32_t i;
+	int s;
 
 	if (!eq || eq == arg)
 		fail("'%s' is not NAME=DUMP[:CONSOLE]", arg);
@@ -62,6 +83,11 @@ static void parse_arg(struct input *in, char *arg)
 	}
 	if (dump_load(&in->d, in->dump_path))
 		fail("%s", in->d.error);
+	for (s = 0; s < in->d.nstreams; s++) {
+		for (i = 0; i < in->d.n[s] && !in->d.rec[s][i].changed; i++)
+			;
+		in->first[s] = i;
+	}
 }
 
 /*
@@ -85,23 +111,41 @@ static int reseed_lines(const char *path)
 	return n;
 }
 
-static void same_shape(const struct dump *a, const struct dump *b, const char *an, const char *bn)
+/* One snapshot's recordings: one shape, one unit, the same streams and lengths. */
+static void same_recording(const struct input *a, const struct input *b)
 {
-	int c;
+	int s;
 
-	if (strcmp(a->shape, b->shape) || a->unit != b->unit)
+	if (strcmp(a->d.shape, b->d.shape) || a->d.unit != b->d.unit)
 		fail("%s is %s with %u-byte records, %s is %s with %u-byte records",
-		     an, a->shape, a->unit, bn, b->shape, b->unit);
-	if (a->nstreams != b->nstreams)
-		fail("%s has %d streams, %s has %d", an, a->nstreams, bn, b->nstreams);
-	for (c = 0; c < a->nstreams; c++)
-		if (a->n[c] != b->n[c])
-			fail("%s has %u records on stream %d, %s has %u", an, a->n[c], c, bn, b->n[c]);
+		     a->name, a->d.shape, a->d.unit, b->name, b->d.shape, b->d.unit);
+	if (a->d.nstreams != b->d.nstreams)
+		fail("%s has %d streams, %s has %d", a->name, a->d.nstreams, b->name, b->d.nstreams);
+	for (s = 0; s < a->d.nstreams; s++)
+		if (a->d.n[s] != b->d.n[s])
+			fail("%s has %u records on stream %d, %s has %u",
+			     a->name, a->d.n[s], s, b->name, b->d.n[s]);
 }
 
-/* REF's blocks after the snapshot point, sorted, to look fingerprints up. */
+static const struct shape *known_shape(const struct input *in)
+{
+	const struct shape *sh = shape_find(in->d.shape);
+
+	if (!sh)
+		fail("%s: unknown shape '%s' (known: %s)", in->name, in->d.shape, SHAPE_NAMES);
+	if (sh->unit != in->d.unit)
+		fail("%s: %s records stand for %u bytes, not %u", in->name, sh->name, sh->unit, in->d.unit);
+	return sh;
+}
+
+/* ---- REF's post-snapshot records ----------------------------------------- */
+
+/*
+ * Membership, not position: a sorted array of REF's fingerprints from the
+ * snapshot point of each stream on, all streams together.
+ */
 static uint64_t *ref_set;
-static size_t ref_set_len;
+static size_t ref_len;
 
 static int cmp_u64(const void *a, const void *b)
 {
@@ -110,207 +154,342 @@ static int cmp_u64(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-static void build_ref_set(const struct dump *ref, const uint32_t *s)
+static void build_ref_set(const struct dump *ref, const uint32_t *snap)
 {
 	size_t total = 0;
 	uint32_t i;
-	int c;
+	int s;
 
-	for (c = 0; c < ref->nstreams; c++)
-		total += ref->n[c] - s[c];
-	ref_set = malloc(sizeof(*ref_set) * (total ? total : 1));
-	if (!ref_set)
-		fail("out of memory");
-	for (c = 0; c < ref->nstreams; c++)
-		for (i = s[c]; i < ref->n[c]; i++)
-			ref_set[ref_set_len++] = ref->rec[c][i].fp;
-	qsort(ref_set, ref_set_len, sizeof(*ref_set), cmp_u64);
+	for (s = 0; s < ref->nstreams; s++)
+		total += ref->n[s] - snap[s];
+	ref_set = xcalloc(total, sizeof(*ref_set));
+	for (s = 0; s < ref->nstreams; s++)
+		for (i = snap[s]; i < ref->n[s]; i++)
+			ref_set[ref_len++] = ref->rec[s][i].fp;
+	qsort(ref_set, ref_len, sizeof(*ref_set), cmp_u64);
 }
 
-static int shared(uint64_t fp)
+static int in_ref(uint64_t fp)
 {
-	return bsearch(&fp, ref_set, ref_set_len, sizeof(fp), cmp_u64) != NULL;
+	return bsearch(&fp, ref_set, ref_len, sizeof(fp), cmp_u64) != NULL;
 }
 
-/*
- * Where a stream stops being REF's: the start of the first run of
- * DIVERGED_RUN blocks that REF never produced (a reseed makes every later
- * block fresh), or n.  A lone fresh block is a block some other consumer
- * took from the crng in REF's run, not a divergence.  *shared_before
- * counts the shared blocks before that point.
- */
-#define DIVERGED_RUN 16
-
-static uint32_t divergence(const struct dump *d, int c, uint32_t from, uint64_t *shared_before)
+/* The snapshot point of each stream; fails if REF and CONTROL never differ. */
+static void snapshot_points(const struct input *ref, const struct input *con, uint32_t *snap)
 {
-	uint32_t i, run = 0;
-	uint64_t same = 0;
+	const struct record *a, *b;
+	int s;
 
-	for (i = from; i < d->n[c] && run < DIVERGED_RUN; i++) {
-		if (shared(d->rec[c][i].fp)) {
-			same++;
-			run = 0;
-		} else {
-			run++;
-		}
-	}
-	*shared_before = same;
-	return run >= DIVERGED_RUN ? i - run : d->n[c];
-}
-
-/* The snapshot point of each CPU; fails if REF and CONTROL never differ. */
-static void snapshot_points(const struct input *ref, const struct input *con, uint32_t *s)
-{
-	int c;
-
-	for (c = 0; c < ref->d.nstreams; c++) {
-		for (s[c] = 0; s[c] < ref->d.n[c]; s[c]++)
-			if (ref->d.rec[c][s[c]].t_ns != con->d.rec[c][s[c]].t_ns ||
-			    ref->d.rec[c][s[c]].fp != con->d.rec[c][s[c]].fp)
+	for (s = 0; s < ref->d.nstreams; s++) {
+		a = ref->d.rec[s];
+		b = con->d.rec[s];
+		for (snap[s] = 0; snap[s] < ref->d.n[s]; snap[s]++)
+			if (a[snap[s]].t_ns != b[snap[s]].t_ns || a[snap[s]].fp != b[snap[s]].fp)
 				break;
-		if (s[c] == ref->d.n[c])
+		if (snap[s] == ref->d.n[s])
 			fail("%s and %s never differ in time on stream %d: are they the same recording?",
-			     ref->name, con->name, c);
+			     ref->name, con->name, s);
 	}
 }
 
-static struct json_object *judge_control(const struct input *con, const uint32_t *s, uint32_t min_window)
-{
-	const struct dump *d = &con->d;
-	struct json_object *o = json_object_new_object();
-	uint64_t same = 0, n;
-	uint32_t i, at, window = 0, diverged_at = 0;
-	int c, ok = 1, changed = 0;
+/* ---- the control ---------------------------------------------------------- */
 
-	for (c = 0; c < d->nstreams; c++) {
-		window += d->n[c] - s[c];
-		for (i = s[c]; i < d->n[c]; i++)
-			changed |= d->rec[c][i].changed;
-		at = divergence(d, c, s[c], &n);
-		same += n;
-		if (at < d->n[c] && ok) {
-			ok = 0;
-			diverged_at = at;
-		}
-	}
-	json_object_object_add(o, "name", json_object_new_string(con->name));
-	json_object_object_add(o, "guid_changed", json_object_new_boolean(changed));
-	if (con->console_path)
-		json_object_object_add(o, "reseed_lines",
-				       json_object_new_int(reseed_lines(con->console_path)));
-	json_object_object_add(o, "identical_blocks", json_object_new_int64(same));
-	json_object_object_add(o, "shifted_blocks", json_object_new_int64(ok ? window - same : 0));
-	json_object_object_add(o, "window_blocks", json_object_new_int64(window));
-	json_object_object_add(o, "identical", json_object_new_boolean(ok && !changed));
-	if (!ok)
-		json_object_object_add(o, "diverged_at_seq", json_object_new_int64(diverged_at));
+/* Fresh records a control may show on a stream of WINDOW records and stay REF's. */
+static uint32_t fresh_bound(uint32_t window)
+{
+	return window / 1000 > 2 ? window / 1000 : 2;
+}
+
+static struct json_object *control_stream(const struct dump *d, int s, uint32_t snap,
+					  uint32_t min_window, int64_t *over)
+{
+	struct json_object *o = json_object_new_object();
+	uint32_t i, fresh = 0, window = d->n[s] - snap;
+
+	for (i = snap; i < d->n[s]; i++)
+		fresh += !in_ref(d->rec[s][i].fp);
+	*over = (int64_t)fresh - fresh_bound(window);
+	json_object_object_add(o, "stream", json_object_new_int(s));
+	json_object_object_add(o, "window_records", json_object_new_int64(window));
 	json_object_object_add(o, "window_ok", json_object_new_boolean(window >= min_window));
+	json_object_object_add(o, "fresh_records", json_object_new_int64(fresh));
+	json_object_object_add(o, "fresh_bound", json_object_new_int64(fresh_bound(window)));
 	return o;
 }
 
-static struct json_object *judge_clone(const struct input *in, const uint32_t *s)
+static int any_changed(const struct input *in)
 {
-	const struct dump *d = &in->d;
-	struct json_object *o = json_object_new_object();
-	uint64_t exposed = 0, after = 0, n;
-	int64_t us = 0, end_ns;
-	uint32_t first, j;
-	int c, changed = 0, diverged = 0;
+	int s;
 
-	for (c = 0; c < d->nstreams; c++) {
-		for (first = s[c]; first < d->n[c] && !d->rec[c][first].changed; first++)
-			;
-		changed |= first < d->n[c];
-		divergence(d, c, s[c], &n);
-		after += n;
-		j = divergence(d, c, first, &n);
-		exposed += n;
-		/* Guest time from the first post-fork block to the first fresh run. */
-		if (n) {
-			end_ns = d->rec[c][j < d->n[c] ? j : j - 1].t_ns;
-			if ((end_ns - d->rec[c][first].t_ns) / 1000 > us)
-				us = (end_ns - d->rec[c][first].t_ns) / 1000;
+	for (s = 0; s < in->d.nstreams; s++)
+		if (in->first[s] < in->d.n[s])
+			return 1;
+	return 0;
+}
+
+/*
+ * Per stream, and in the summary the stream furthest over (or least under)
+ * its bound: identical means every stream within its bound and no CHANGED
+ * record anywhere.
+ */
+static struct json_object *judge_control(const struct input *con, const uint32_t *snap, uint32_t min_window)
+{
+	struct json_object *o = json_object_new_object(), *streams = json_object_new_array(), *st, *worst = NULL;
+	int64_t over, worst_over = INT64_MIN;
+	int s, window_ok = 1;
+
+	for (s = 0; s < con->d.nstreams; s++) {
+		st = control_stream(&con->d, s, snap[s], min_window, &over);
+		json_object_array_add(streams, st);
+		window_ok &= json_object_get_boolean(json_object_object_get(st, "window_ok"));
+		if (over > worst_over) {
+			worst_over = over;
+			worst = st;
 		}
-		diverged |= j < d->n[c];
 	}
+	json_object_object_add(o, "name", json_object_new_string(con->name));
+	json_object_object_add(o, "guid_changed", json_object_new_boolean(any_changed(con)));
+	if (con->console_path)
+		json_object_object_add(o, "reseed_lines", json_object_new_int(reseed_lines(con->console_path)));
+	json_object_object_add(o, "min_window", json_object_new_int64(min_window));
+	json_object_object_add(o, "window_ok", json_object_new_boolean(window_ok));
+	json_object_object_add(o, "worst_stream", json_object_get(json_object_object_get(worst, "stream")));
+	json_object_object_add(o, "fresh_records", json_object_get(json_object_object_get(worst, "fresh_records")));
+	json_object_object_add(o, "fresh_bound", json_object_get(json_object_object_get(worst, "fresh_bound")));
+	json_object_object_add(o, "identical", json_object_new_boolean(worst_over <= 0 && !any_changed(con)));
+	json_object_object_add(o, "streams", streams);
+	return o;
+}
+
+/* ---- the clones' post-change records ---------------------------------------- */
+
+/*
+ * Every fingerprint each clone produced from its first CHANGED record on,
+ * with the clone, sorted and without repeats: what a record has in common
+ * with the other clones is one lookup, however many clones there are.
+ */
+struct owner {
+	uint64_t fp;
+	int clone;
+};
+
+static struct owner *owners;
+static size_t nowners;
+
+static int cmp_owner(const void *pa, const void *pb)
+{
+	const struct owner *a = pa, *b = pb;
+
+	if (a->fp != b->fp)
+		return a->fp < b->fp ? -1 : 1;
+	return (a->clone > b->clone) - (a->clone < b->clone);
+}
+
+static void build_owners(const struct input *cl, int nc)
+{
+	size_t total = 0, i, n = 0;
+	uint32_t r;
+	int k, s;
+
+	for (k = 0; k < nc; k++)
+		for (s = 0; s < cl[k].d.nstreams; s++)
+			total += cl[k].d.n[s] - cl[k].first[s];
+	owners = xcalloc(total, sizeof(*owners));
+	for (k = 0; k < nc; k++)
+		for (s = 0; s < cl[k].d.nstreams; s++)
+			for (r = cl[k].first[s]; r < cl[k].d.n[s]; r++)
+				owners[n++] = (struct owner){ cl[k].d.rec[s][r].fp, k };
+	if (n)
+		qsort(owners, n, sizeof(*owners), cmp_owner);
+	for (i = 0; i < n; i++)
+		if (!nowners || cmp_owner(&owners[nowners - 1], &owners[i]))
+			owners[nowners++] = owners[i];
+}
+
+/* Count FP for each clone but K that produced it after its fork; how many did. */
+static int other_owners(uint64_t fp, int k, uint64_t *with)
+{
+	size_t lo = 0, hi = nowners, mid;
+	int others = 0;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (owners[mid].fp < fp)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < nowners && owners[lo].fp == fp; lo++) {
+		if (owners[lo].clone == k)
+			continue;
+		with[owners[lo].clone]++;
+		others++;
+	}
+	return others;
+}
+
+/* ---- a clone ---------------------------------------------------------------- */
+
+struct tally {
+	uint64_t shared, exposed, fresh;
+	int64_t us;
+};
+
+/* Stream S of clone K from its snapshot point on; adds to *t and to with[]. */
+static struct json_object *clone_stream(const struct input *in, int k, int s, uint32_t snap,
+					uint64_t *with, struct tally *t)
+{
+	const struct record *r = in->d.rec[s];
+	struct json_object *o = json_object_new_object();
+	uint32_t i, first = in->first[s], last = first;
+	uint64_t exposed = 0, fresh = 0;
+	int64_t us = 0;
+	int ref;
+
+	for (i = snap; i < in->d.n[s]; i++)
+		t->shared += in_ref(r[i].fp);
+	for (i = first; i < in->d.n[s]; i++) {
+		ref = in_ref(r[i].fp);
+		if (ref) {
+			exposed++;
+			last = i;
+		}
+		if (!other_owners(r[i].fp, k, with) && !ref)
+			fresh++;
+	}
+	if (exposed)
+		us = (r[last].t_ns - r[first].t_ns) / 1000;
+	if (us > t->us)
+		t->us = us;
+	t->exposed += exposed;
+	t->fresh += fresh;
+	json_object_object_add(o, "stream", json_object_new_int(s));
+	json_object_object_add(o, "first_changed_seq",
+			       json_object_new_int64(first < in->d.n[s] ? (int64_t)first : -1));
+	json_object_object_add(o, "exposure_records", json_object_new_int64(exposed));
+	json_object_object_add(o, "exposure_us", json_object_new_int64(us));
+	json_object_object_add(o, "fresh_records", json_object_new_int64(fresh));
+	return o;
+}
+
+static void add_records(struct json_object *o, const char *what, uint64_t n, uint32_t unit)
+{
+	char key[64];
+
+	snprintf(key, sizeof(key), "%s_records", what);
+	json_object_object_add(o, key, json_object_new_int64((int64_t)n));
+	snprintf(key, sizeof(key), "%s_bytes", what);
+	json_object_object_add(o, key, json_object_new_int64((int64_t)(n * unit)));
+}
+
+static struct json_object *judge_clone(const struct input *cl, int nc, int k, const uint32_t *snap)
+{
+	const struct input *in = &cl[k];
+	struct json_object *o = json_object_new_object(), *streams = json_object_new_array();
+	uint64_t *with = xcalloc(nc, sizeof(*with));
+	struct tally t = { 0 };
+	int s, m, most = -1;
+
+	for (s = 0; s < in->d.nstreams; s++)
+		json_object_array_add(streams, clone_stream(in, k, s, snap[s], with, &t));
+	for (m = 0; m < nc; m++)
+		if (m != k && with[m] && (most < 0 || with[m] > with[most]))
+			most = m;
 	json_object_object_add(o, "name", json_object_new_string(in->name));
-	json_object_object_add(o, "guid_changed", json_object_new_boolean(changed));
+	json_object_object_add(o, "guid_changed", json_object_new_boolean(any_changed(in)));
 	if (in->console_path) {
 		json_object_object_add(o, "reseed_logged",
 				       json_object_new_boolean(reseed_lines(in->console_path) > 0));
 		json_object_object_add(o, "reseed_lines",
 				       json_object_new_int(reseed_lines(in->console_path)));
 	}
-	json_object_object_add(o, "identical_after_snapshot", json_object_new_int64(after));
-	json_object_object_add(o, "exposure_blocks", json_object_new_int64(exposed));
-	json_object_object_add(o, "exposure_bytes", json_object_new_int64(exposed * d->unit));
-	json_object_object_add(o, "exposure_us", json_object_new_int64(us));
-	json_object_object_add(o, "diverged", json_object_new_boolean(diverged));
+	json_object_object_add(o, "shared_after_snapshot", json_object_new_int64(t.shared));
+	add_records(o, "exposure", t.exposed, in->d.unit);
+	json_object_object_add(o, "exposure_us", json_object_new_int64(t.us));
+	add_records(o, "cross_clone", most < 0 ? 0 : with[most], in->d.unit);
+	json_object_object_add(o, "cross_clone_with",
+			       most < 0 ? NULL : json_object_new_string(cl[most].name));
+	json_object_object_add(o, "fresh_records", json_object_new_int64(t.fresh));
+	json_object_object_add(o, "diverged", json_object_new_boolean(t.fresh > 0));
+	json_object_object_add(o, "streams", streams);
+	free(with);
 	return o;
 }
 
-/* Does A's last block on some CPU appear among B's blocks after the snapshot? */
-static int ends_shared(const struct dump *a, const struct dump *b, const uint32_t *s)
-{
-	uint32_t i;
-	int c;
+/* ---- main ------------------------------------------------------------------- */
 
-	for (c = 0; c < a->nstreams; c++)
-		for (i = s[c]; i < b->n[c]; i++)
-			if (b->rec[c][i].fp == a->rec[c][a->n[c] - 1].fp)
-				return 1;
-	return 0;
+static uint32_t parse_window(const char *arg)
+{
+	unsigned long v;
+	char *end;
+
+	errno = 0;
+	v = strtoul(arg, &end, 10);
+	if (errno || end == arg || *end || *arg == '-' || !v || v > DUMP_MAX_RECORDS)
+		fail("-w wants a number of records per stream from 1 to %d, not '%s'", DUMP_MAX_RECORDS, arg);
+	return (uint32_t)v;
+}
+
+static struct json_object *reference_json(const struct input *ref)
+{
+	struct json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "name", json_object_new_string(ref->name));
+	json_object_object_add(o, "guid_changed", json_object_new_boolean(any_changed(ref)));
+	return o;
 }
 
 int main(int argc, char **argv)
 {
-	struct json_object *out, *clones, *snap;
-	uint32_t min_window = 10000, s[DUMP_MAX_STREAMS];
+	struct json_object *out, *clones, *snaps;
+	uint32_t min_window = 0, snap[DUMP_MAX_STREAMS];
+	const struct shape *sh;
 	struct input *in;
-	int opt, nin, k, m, c, pairs = 0, pairs_same = 0;
-	char *end;
+	int opt, nin, k, s;
 
 	while ((opt = getopt(argc, argv, "w:")) != -1) {
 		if (opt != 'w')
-			fail("usage: rng-exposure [-w MIN_WINDOW] REF=DUMP CONTROL=DUMP CLONE=DUMP[:CONSOLE]...");
-		errno = 0;
-		min_window = strtoul(optarg, &end, 10);
-		if (errno || *end || !min_window)
-			fail("-w wants a positive number of blocks, not '%s'", optarg);
+			fail(USAGE);
+		min_window = parse_window(optarg);
 	}
 	nin = argc - optind;
 	if (nin < 2)
-		fail("usage: rng-exposure [-w MIN_WINDOW] REF=DUMP CONTROL=DUMP CLONE=DUMP[:CONSOLE]...");
+		fail(USAGE);
 	in = xcalloc(nin, sizeof(*in));
 	for (k = 0; k < nin; k++) {
 		parse_arg(&in[k], argv[optind + k]);
-		same_shape(&in[0].d, &in[k].d, in[0].name, in[k].name);
+		same_recording(&in[0], &in[k]);
 	}
+	sh = known_shape(&in[0]);
+	if (!min_window)
+		min_window = sh->min_window;
 
-	snapshot_points(&in[0], &in[1], s);
-	build_ref_set(&in[0].d, s);
-	snap = json_object_new_array();
-	for (c = 0; c < in[0].d.nstreams; c++)
-		json_object_array_add(snap, json_object_new_int64(s[c]));
+	snapshot_points(&in[0], &in[1], snap);
+	build_ref_set(&in[0].d, snap);
+	build_owners(in + 2, nin - 2);
+	snaps = json_object_new_array();
+	for (s = 0; s < in[0].d.nstreams; s++)
+		json_object_array_add(snaps, json_object_new_int64(snap[s]));
 	clones = json_object_new_array();
 	for (k = 2; k < nin; k++)
-		json_object_array_add(clones, judge_clone(&in[k], s));
-	for (k = 2; k < nin; k++)
-		for (m = k + 1; m < nin; m++, pairs++)
-			pairs_same += ends_shared(&in[k].d, &in[m].d, s);
+		json_object_array_add(clones, judge_clone(in + 2, nin - 2, k - 2, snap));
 
 	out = json_object_new_object();
-	json_object_object_add(out, "cpus", json_object_new_int(in[0].d.nstreams));
-	json_object_object_add(out, "snapshot_seq", snap);
-	json_object_object_add(out, "control", judge_control(&in[1], s, min_window));
+	json_object_object_add(out, "shape", json_object_new_string(in[0].d.shape));
+	json_object_object_add(out, "unit", json_object_new_int64(in[0].d.unit));
+	json_object_object_add(out, "streams", json_object_new_int(in[0].d.nstreams));
+	json_object_object_add(out, "snapshot_seq", snaps);
+	json_object_object_add(out, "reference", reference_json(&in[0]));
+	json_object_object_add(out, "control", judge_control(&in[1], snap, min_window));
 	json_object_object_add(out, "clones", clones);
-	json_object_object_add(out, "clone_pairs", json_object_new_int(pairs));
-	json_object_object_add(out, "clone_pairs_identical_at_end", json_object_new_int(pairs_same));
 	puts(json_object_to_json_string_ext(out, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED));
+	if (fflush(stdout))
+		fail("cannot write the result: %s", strerror(errno));
 	json_object_put(out);
 	for (k = 0; k < nin; k++)
 		dump_free(&in[k].d);
 	free(in);
 	free(ref_set);
+	free(owners);
 	return 0;
 }

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+#ifndef FORKSAFE_SHAPE_H
+#define FORKSAFE_SHAPE_H
+#include <stdint.h>
+#include <string.h>
+#include "protocol.h"
+
+/*
+ * What the host makes of each recorder shape (guest/protocol.h).  A shape
+ * not listed here has no agreed window or allowance, so rng-exposure
+ * refuses its dumps and fork-report its rows: a new shape is judged only
+ * once someone has said here what a fork-safe clone of it may show.
+ *
+ * min_window: records per stream that the control must have after the
+ * snapshot point before its agreement with the reference means anything.
+ * The getrandom() loops record 60000 calls a stream (FORK_BLOCKS in
+ * snapshot-tests/lib/rng_fork.sh): 10000 of them.  A long read records a
+ * page per 4 KiB, 12288 or 4096 of them (shape_records there): 1024 pages,
+ * 4 MiB, a quarter of one getrandom-16MiB call.  exec records one program
+ * run per record, 1000 of them at a few ms each: 500.  The default is the
+ * shape's so that every caller gets the same; rng-exposure -w overrides it.
+ *
+ * allowance: records a clone that saw its new GUID may still share with
+ * the reference or with another clone and be fork-safe.  A call of 16
+ * bytes either starts after the kernel saw the fork or it does not, so
+ * none.  A long read writes page after page; the one page in flight when
+ * the VM resumed was produced before the kernel could see the fork, and
+ * the recorder marks it changed when it first sees it: one page.
+ */
+struct shape {
+	const char *name;
+	uint32_t unit;
+	uint32_t min_window;
+	uint32_t allowance;
+};
+
+static const struct shape shapes[] = {
+	{ "getrandom-16", RNG_BLOCK_BYTES, 10000, 0 },
+	{ "insecure-16", RNG_BLOCK_BYTES, 10000, 0 },
+	{ "exec", RNG_BLOCK_BYTES, 500, 0 },
+	{ "getrandom-16MiB", RNG_PAGE_BYTES, 1024, 1 },
+	{ "urandom-1MiB", RNG_PAGE_BYTES, 1024, 1 },
+};
+
+#define SHAPE_NAMES "getrandom-16, insecure-16, exec, getrandom-16MiB, urandom-1MiB"
+
+static inline const struct shape *shape_find(const char *name)
+{
+	size_t i;
+
+	for (i = 0; name && i < sizeof(shapes) / sizeof(shapes[0]); i++)
+		if (!strcmp(shapes[i].name, name))
+			return &shapes[i];
+	return NULL;
+}
+
+#endif
