@@ -1,0 +1,79 @@
+#!/bin/bash
+# Known answers: the analyzers can report what they are there to report.
+# rng-exposure and fork-report read small hand-made recordings, wg-detect
+# small hand-made captures (snapshot-tests/analyzers/kat/, whose README
+# says what each case is and how it is written), and every figure and
+# verdict worked out by hand beside them is asserted exactly: a counter
+# that always said 0, or stopped counting at the first fresh run, fails
+# here and not only on the machine of someone reading a table.  No QEMU.
+set -euo pipefail
+. "$(dirname "$0")/lib/ktap.sh"
+root=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=${FORKSAFE_BUILD:-$root/build}
+kat=$root/snapshot-tests/analyzers/kat
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+command -v jq >/dev/null || t_skip "jq is missing: run 'make deps'"
+t_check "the host tools build" make --no-print-directory -C "$root" BUILD="$BUILD" tools
+
+# check CASE EXPECT ANSWERS.json: one assertion per "FILTER = VALUE" line
+# of EXPECT, the jq FILTER over ANSWERS.json against VALUE.
+check() {
+	local name=$1 expect=$2 answers=$3 line filter n=0
+	while IFS= read -r line; do
+		case "$line" in '' | '#'*) continue ;; esac
+		filter=${line%% = *}
+		t_eq "$name: $filter" "$(jq -r "$filter" "$answers" 2>&1)" "${line#* = }"
+		n=$((n + 1))
+	done <"$expect"
+	[ "$n" -gt 0 ] || t_fail "$name: $expect asserts nothing"
+}
+
+# One RNG case: its dumps made from CASE/records, rng-exposure's result
+# and fork-report's verdict on a row of it, as {result, verdict}.
+rng_case() {
+	local dir=$1 name out args
+	name=rng/$(basename "$dir")
+	out=$work/$name
+	mkdir -p "$out"
+	if ! awk -v out="$out" -f "$kat/mkdumps.awk" "$dir/records" >"$out/args" 2>"$out/errors" ||
+		! mapfile -t args <"$out/args" ||
+		! "$BUILD/rng-exposure" "${args[@]}" >"$out/result.json" 2>"$out/errors"; then
+		t_fail "$name: rng-exposure reads the case"
+		t_diag "$(tail -n 1 "$out/errors")"
+		return
+	fi
+	jq -c --arg m "$(basename "$dir")" '{kind: "rng", kernel: "kat", method: $m, vcpus: 1, result: .}' \
+		"$out/result.json" >"$out/row.json"
+	"$BUILD/fork-report" -f verdicts "$out/row.json" >"$out/verdict.json"
+	jq -s '{result: .[0], verdict: .[1]}' "$out/result.json" "$out/verdict.json" >"$out/answers.json"
+	check "$name" "$dir/expect" "$out/answers.json"
+}
+
+# One WireGuard case: each CASE/*.frames made a capture by pcap-synth, all
+# of them read by one wg-detect (the VM on port 51820, its heartbeat to
+# port 9), as {detect}.
+wg_case() {
+	local dir=$1 name out f
+	local -a pcaps=()
+	name=wg/$(basename "$dir")
+	out=$work/$name
+	mkdir -p "$out"
+	for f in "$dir"/*.frames; do
+		pcaps+=("$out/$(basename "$f" .frames).pcap")
+		"$BUILD/pcap-synth" "$f" >"${pcaps[-1]}" 2>"$out/errors" || break
+	done
+	if [ -s "$out/errors" ] ||
+		! "$BUILD/wg-detect" -p 51820 -m 9 -j "$out/detect.json" "${pcaps[@]}" >/dev/null 2>"$out/errors"; then
+		t_fail "$name: wg-detect reads the case"
+		t_diag "$(tail -n 1 "$out/errors")"
+		return
+	fi
+	jq '{detect: .}' "$out/detect.json" >"$out/answers.json"
+	check "$name" "$dir/expect" "$out/answers.json"
+}
+
+for dir in "$kat"/rng/*/; do rng_case "${dir%/}"; done
+for dir in "$kat"/wg/*/; do wg_case "${dir%/}"; done
+t_done
