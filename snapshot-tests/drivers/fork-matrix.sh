@@ -7,7 +7,12 @@
 # soon they rekeyed (lib/wg_fork.sh).
 #
 #   fork-matrix.sh [--kernels "patched stock"] [--methods "..."] [--vcpus "1 2"]
-#                  [--clones N] [--out DIR]
+#                  [--clones N] [--shapes "..."] [--out DIR]
+#
+# --methods and --vcpus apply to getrandom() loops (getrandom-16); the
+# other consumer shapes (--shapes, default all: long reads, exec'd
+# processes, reads before the crng is ready in CRNG_EMPTY and CRNG_EARLY)
+# run on migrate-file at 1 vCPU.
 #
 # KERNEL=/path/bzImage measures that kernel alone.  Progress goes to
 # stderr; the tables to stdout and DIR/matrix.md, the rows with their
@@ -22,9 +27,10 @@ kernels=$(test_kernels)
 methods=$SNAP_METHODS
 vcpus_list="1 2"
 nclones=4
+shapes="getrandom-16MiB urandom-1MiB exec insecure-16/empty insecure-16/early"
 out=${RESULTS:-$FORKSAFE_ROOT/results}
 opts_parse fork-matrix --kernels=kernels --methods=methods --vcpus=vcpus_list \
-	--clones=nclones --out=out -- "$@"
+	--clones=nclones --shapes=shapes --out=out -- "$@"
 for m in $methods; do snap_known "$m" || die "fork-matrix: unknown method '$m' (known: $SNAP_METHODS)"; done
 # shellcheck disable=SC2086 # lists of words
 opts_counts fork-matrix --vcpus $vcpus_list
@@ -35,6 +41,11 @@ require_kernels fork-matrix $kernels
 mkdir -p "$out/rows"
 ROWS=()
 rng_rows "$out/rows" "$nclones" "$kernels" "$vcpus_list" "$methods"
+for shape in $shapes; do
+	crng=ready
+	case "$shape" in */*) crng=${shape#*/} shape=${shape%/*} ;; esac
+	rng_rows "$out/rows" "$nclones" "$kernels" 1 migrate-file "$shape" "$crng"
+done
 rng=("${ROWS[@]}")
 # WireGuard: migrate-file, 1 vCPU, the tunnel streaming and idle.
 ROWS=()

@@ -1,7 +1,9 @@
 # shellcheck shell=bash
 # The RNG fork measurement.  Sourced by measure.sh; defines functions only.
 #
-# One guest records getrandom() output on every vCPU (guest/recorder.c)
+# One guest records the RNG's output (guest/recorder.c) in one SHAPE of use
+# (guest/protocol.h: getrandom() loops on every vCPU by default, long reads,
+# processes exec'd in a loop, GRND_INSECURE reads before the crng is ready)
 # and is snapshotted mid-recording by METHOD (qemu-scripts/snapshot.sh).
 # From the snapshot come a reference and a control, both with the
 # original's GUID, and CLONES clones with a fresh one; each finishes the
@@ -10,10 +12,29 @@
 # changed, and whether the control stayed identical to the reference (if
 # not, the recording cannot tell a fork, and the row is an error).
 #
-#   rng_rows, rng_row KERNEL_NAME METHOD VCPUS CLONES OUT.json (in the parent)
-#   rng_measure KERNEL_NAME KERNEL METHOD VCPUS CLONES (in the row's child)
+#   rng_rows, rng_row KERNEL_NAME METHOD VCPUS CLONES OUT.json [SHAPE [CRNG]]
+#                                                          (in the parent)
+#   rng_measure KERNEL_NAME KERNEL METHOD VCPUS CLONES SHAPE CRNG
+#                                                          (in the row's child)
+# CRNG is the crng's state at the snapshot: "ready" (the default), or, for a
+# guest booted without a cycle counter it trusts, without RDRAND credit and
+# without waiting for the crng, "empty" (nothing credited yet) or "early"
+# (136 bits credited: CRNG_EARLY, whose output comes from one key alone).
 
 FORK_BLOCKS=${FORK_BLOCKS:-60000}
+PREINIT_APPEND="forksafe.crng=nowait random.trust_cpu=off random.trust_bootloader=off"
+EARLY_BITS=136
+
+# The records per stream a SHAPE records after the snapshot.
+shape_records() {
+	case "$1" in
+	getrandom-16 | insecure-16) echo "$FORK_BLOCKS" ;;
+	getrandom-16MiB) echo 12288 ;; # 3 calls of 4096 pages
+	urandom-1MiB) echo 4096 ;;     # 16 calls of 256 pages
+	exec) echo 1000 ;;
+	*) die "unknown shape '$1' (guest/protocol.h lists them)" ;;
+	esac
+}
 # In its first two minutes the kernel reseeds every uptime/2 seconds on its
 # own.  The original ages before it records, so that interval outlasts the
 # recording even on a loaded host (10 s: every 5 s) and, for in-process
@@ -23,47 +44,44 @@ INPROC_UPTIME_S=${INPROC_UPTIME_S:-40}
 RECORD_TIMEOUT=60  # a restored clone finishing its recording
 DUMP_TIMEOUT=300   # a dump of up to 64 vCPUs x 60000 blocks over virtio-serial
 
-# rng_row KERNEL_NAME METHOD VCPUS CLONES OUT.json: one row of the matrix.
+# rng_row KERNEL_NAME METHOD VCPUS CLONES OUT.json [SHAPE [CRNG]]: one row.
 rng_row() {
-	local kname=$1 method=$2 vcpus=$3 nclones=$4 out=$5
-	row_run "$RUN_DIR/$kname-$method-$vcpus" "$out" \
-		"$(row_keys kind=rng kernel="$kname" method="$method" vcpus="$vcpus")" \
-		rng_measure "$kname" "$(kernel_path "$kname")" "$method" "$vcpus" "$nclones"
+	local kname=$1 method=$2 vcpus=$3 nclones=$4 out=$5 shape=${6:-getrandom-16} crng=${7:-ready}
+	row_run "$RUN_DIR/$kname-$method-$vcpus-$shape-$crng" "$out" \
+		"$(row_keys kind=rng kernel="$kname" method="$method" vcpus="$vcpus" shape="$shape" crng="$crng")" \
+		rng_measure "$kname" "$(kernel_path "$kname")" "$method" "$vcpus" "$nclones" "$shape" "$crng"
 }
 
-# rng_rows DIR CLONES "KERNEL_NAME..." "VCPUS..." "METHOD...": a row for
-# each, kernel by kernel, in DIR/KERNEL-VCPUScpu-METHOD.json, appended to ROWS.
+# rng_rows DIR CLONES "KERNEL_NAME..." "VCPUS..." "METHOD..." [SHAPE [CRNG]]:
+# a row for each, kernel by kernel, in DIR/KERNEL-VCPUScpu-METHOD-SHAPE-CRNG.json,
+# appended to ROWS.
 rng_rows() {
-	local dir=$1 n=$2 k v m
+	local dir=$1 n=$2 shape=${6:-getrandom-16} crng=${7:-ready} k v m
 	for k in $3; do
 		for v in $4; do
 			for m in $5; do
-				ROWS+=("$dir/$k-${v}cpu-$m.json")
-				rng_row "$k" "$m" "$v" "$n" "${ROWS[-1]}" || true
+				ROWS+=("$dir/$k-${v}cpu-$m-$shape-$crng.json")
+				rng_row "$k" "$m" "$v" "$n" "${ROWS[-1]}" "$shape" "$crng" || true
 			done
 		done
 	done
 }
 
 rng_measure() {
-	local kname=$1 kernel=$2 method=$3 vcpus=$4 nclones=$5
-	local tag="$1 ${4}cpu $3" dir=$ROW_DIR orig info guid name clone g from age wait_ms i
-	local -a clones args
+	local kname=$1 kernel=$2 method=$3 vcpus=$4 nclones=$5 shape=$6 crng=$7
+	local tag="$1 ${4}cpu $3 $6" dir=$ROW_DIR orig info guid name clone g from i records
+	local -a clones args boot=()
 	snap_known "$method" || die "unknown method '$method' (known: $SNAP_METHODS)"
+	records=$(shape_records "$shape")
+	[ "$crng" = ready ] || boot=(--append "$PREINIT_APPEND")
 	orig=$kname-$method-$vcpus
 	progress "$tag: booting the original"
-	snap_boot "$method" "$orig" "$kernel" "$vcpus" "$dir"
+	snap_boot "$method" "$orig" "$kernel" "$vcpus" "$dir" "${boot[@]}"
 	info=$(guest_call "$orig" info)
 	rng_require "$info"
 	guid=$(agent_field guid <<<"$info")
-	age=$FORK_UPTIME_S
-	if snap_inproc "$method"; then age=$INPROC_UPTIME_S; fi
-	wait_ms=$((age * 1000 - $(agent_field uptime_ms <<<"$info")))
-	if [ "$wait_ms" -gt 0 ]; then
-		progress "$tag: letting the guest age to ${age}s of uptime"
-		sleep_ms "$wait_ms"
-	fi
-	guest_call "$orig" record start "$FORK_BLOCKS" >/dev/null
+	rng_prepare "$orig" "$method" "$crng" "$info"
+	guest_call "$orig" record start "$shape" "$records" >/dev/null
 	progress "$tag: snapshot"
 	snap_save "$method" "$orig" "$dir"
 
@@ -82,6 +100,26 @@ rng_measure() {
 	done
 	snap_finish "$method" "$orig"
 	"$BUILD/rng-exposure" "${args[@]}" >"$dir/result.json"
+}
+
+# rng_prepare NAME METHOD CRNG INFO: bring the crng to the state it must be
+# in at the snapshot.  A ready crng reseeds every uptime/2 s in the first two
+# minutes: the original first ages past the recording (in-process loadvm,
+# which does not rewind the guest clock, past all the clones).
+rng_prepare() {
+	local name=$1 method=$2 crng=$3 info=$4 age=$FORK_UPTIME_S wait_ms state
+	if [ "$crng" = ready ]; then
+		if snap_inproc "$method"; then age=$INPROC_UPTIME_S; fi
+		wait_ms=$((age * 1000 - $(agent_field uptime_ms <<<"$info")))
+		if [ "$wait_ms" -gt 0 ]; then
+			progress "$name: letting the guest age to ${age}s of uptime"
+			sleep_ms "$wait_ms"
+		fi
+		return
+	fi
+	[ "$crng" != early ] || guest_call "$name" credit "$EARLY_BITS" >/dev/null
+	state=$(guest_call "$name" info | agent_field crng_init)
+	[ "$state" = "$crng" ] || die "$name: the crng is '$state' at the snapshot, not '$crng'"
 }
 
 # The guest must see its generation ID for the measurement to mean anything.
