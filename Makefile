@@ -23,7 +23,7 @@ DEBS := linux-source-6.1 bc bison flex libelf-dev libssl-dev cpio xz-utils file 
 	libjson-c-dev libpcap-dev jq shellcheck python3-ply python3-git
 
 .PHONY: all deps kernel kernel-stock kernel-kunit kernel-debug kernel-bench kernel-tree refresh-patches \
-	checkpatch guest tools corpus check demo bench-rng bench-wg fuzz clean
+	checkpatch guest tools corpus check demo bench-rng bench-wg mutants fuzz clean
 
 all: kernel kernel-stock guest tools
 
@@ -160,6 +160,11 @@ demo: deps
 bench-rng: deps
 	@$(MAKE) --no-print-directory kernel kernel-stock kernel-bench guest tools
 	@snapshot-tests/drivers/bench-rng.sh
+
+# Each mutation of kernel-patches/mutants/ must be killed by a test.
+mutants: deps
+	@$(MAKE) --no-print-directory kernel-kunit guest tools
+	@snapshot-tests/drivers/mutants.sh
 
 bench-wg: deps
 	@$(MAKE) --no-print-directory kernel kernel-stock guest tools
