@@ -100,6 +100,27 @@ static void wait_for_crng(void)
 	crng_wait_ms = (b.tv_sec - a.tv_sec) * 1000LL + (b.tv_nsec - a.tv_nsec) / 1000000;
 }
 
+/*
+ * A guest measured before its crng is ready boots with forksafe.crng=nowait
+ * (and without a cycle counter or RDRAND it trusts): then the agent must
+ * not run the jitter entropy itself.  The one kernel parameter the agent
+ * reads; init reads the others.
+ */
+static int crng_nowait(void)
+{
+	char line[4096], *tok, *save;
+	FILE *f = fopen("/proc/cmdline", "r");
+	int found = 0;
+
+	if (!f)
+		return 0;
+	if (fgets(line, sizeof(line), f))
+		for (tok = strtok_r(line, " \n", &save); tok && !found; tok = strtok_r(NULL, " \n", &save))
+			found = !strcmp(tok, "forksafe.crng=nowait");
+	fclose(f);
+	return found;
+}
+
 static const char *crng_state(void)
 {
 	char c;
@@ -107,6 +128,34 @@ static const char *crng_state(void)
 	if (getrandom(&c, 1, GRND_NONBLOCK) == 1)
 		return "ready";
 	return errno == EAGAIN ? "not-ready" : "error";
+}
+
+/* The input pool's credited bits, as /proc shows them; -1 if unreadable. */
+static int entropy_avail(void)
+{
+	FILE *f = fopen("/proc/sys/kernel/random/entropy_avail", "r");
+	int bits = -1;
+
+	if (!f)
+		return -1;
+	if (fscanf(f, "%d", &bits) != 1)
+		bits = -1;
+	fclose(f);
+	return bits;
+}
+
+/*
+ * The crng's state as 6.1's random.c names it: CRNG_READY once getrandom()
+ * no longer blocks, CRNG_EARLY once 128 bits were credited (POOL_EARLY_BITS:
+ * the crng is keyed, from those bits alone), CRNG_EMPTY before.
+ */
+static const char *crng_init(void)
+{
+	char c;
+
+	if (getrandom(&c, 1, GRND_NONBLOCK) == 1)
+		return "ready";
+	return entropy_avail() >= 128 ? "early" : "empty";
 }
 
 /* ---- commands ----------------------------------------------------------- */
@@ -134,6 +183,8 @@ static int cmd_info(const char *args)
 	reply("vmgenid_driver=%s", vmgenid_driver_state());
 	reply("crng=%s", crng_state());
 	reply("crng_wait_ms=%lld", crng_wait_ms);
+	reply("entropy_avail=%d", entropy_avail());
+	reply("crng_init=%s", crng_init());
 	live = genid_map(err, sizeof(err));
 	if (live) {
 		genid_read(live, g);
@@ -149,6 +200,22 @@ static int cmd_reseed(const char *args)
 {
 	(void)args;
 	return rng_reseed();
+}
+
+/* "credit BITS": BITS (1..256) credited to the input pool; entropy_avail after. */
+static int cmd_credit(const char *args)
+{
+	unsigned int bits;
+	char extra;
+	int rc;
+
+	if (sscanf(args, "%u %c", &bits, &extra) != 1 || bits < 1 || bits > 256)
+		return -EINVAL;
+	rc = rng_credit(bits);
+	if (rc)
+		return rc;
+	reply("entropy_avail=%d", entropy_avail());
+	return 0;
 }
 
 /* ---- the recorder (guest/recorder.c) ------------------------------------ */
@@ -424,6 +491,7 @@ static const struct command {
 	{ "ping", cmd_ping },
 	{ "info", cmd_info },
 	{ "reseed", cmd_reseed },
+	{ "credit", cmd_credit },
 	{ "record", cmd_record },
 	{ "bench", cmd_bench },
 	{ "bench-u32", cmd_bench_u32 },
@@ -497,7 +565,10 @@ int main(void)
 	size_t len = 0;
 	ssize_t n;
 
-	wait_for_crng();
+	if (crng_nowait())
+		fprintf(stderr, "agent: not waiting for the crng (forksafe.crng=nowait)\n");
+	else
+		wait_for_crng();
 
 	port = open_port();
 	if (port < 0) {

@@ -7,6 +7,9 @@
 /* ioctl(RNDRESEEDCRNG): 0 or -errno. */
 int rng_reseed(void);
 
+/* ioctl(RNDADDENTROPY) crediting BITS (1..256): 0 or -errno. */
+int rng_credit(unsigned int bits);
+
 /* Reseed, then record BLOCKS getrandom() blocks on every CPU.  0 or -1 + err. */
 int recorder_start(uint32_t blocks, char *err, size_t errlen);
 
