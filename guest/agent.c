@@ -252,33 +252,43 @@ static void batch_line(const char *line, void *ctx)
 	b->len += snprintf(b->buf + b->len, sizeof(b->buf) - b->len, "%s %s\n", req_id, line);
 }
 
+/* "record start SHAPE N" | "record status" | "record dump" */
+_Static_assert(DUMP_SHAPE_MAX == 32, "cmd_record reads SHAPE with %31s");
 static int cmd_record(const char *args)
 {
 	static struct batch b;
+	char shape[DUMP_SHAPE_MAX], err[256], extra;
 	uint32_t done, total;
-	char err[256];
-	unsigned long blocks;
+	unsigned long n;
 	int rc;
 
 	if (!strncmp(args, "start ", 6)) {
-		blocks = strtoul(args + 6, NULL, 10);
-		if (recorder_start(blocks, err, sizeof(err))) {
+		if (sscanf(args + 6, "%31s %lu %c", shape, &n, &extra) != 2) {
+			reply("error=usage: record start SHAPE N");
+			return -EINVAL;
+		}
+		if (recorder_start(shape, n, err, sizeof(err))) {
 			reply("error=%s", err);
 			return -EINVAL;
 		}
 		return 0;
 	}
-	rc = recorder_status(&done, &total);
+	rc = recorder_status(&done, &total, err, sizeof(err));
 	if (!strcmp(args, "status")) {
 		reply("done=%u", done);
 		reply("total=%u", total);
 		reply("complete=%d", total && done == total);
-		return rc ? -rc : 0;
+		if (rc)
+			reply("error=%s", err);
+		return -rc;
 	}
 	if (!strcmp(args, "dump")) {
-		recorder_dump(batch_line, &b);
+		if (recorder_dump(batch_line, &b)) {
+			reply("error=nothing recorded");
+			return -ENOENT;
+		}
 		batch_flush(&b);
-		return rc ? -rc : 0;
+		return -rc;
 	}
 	return -EINVAL;
 }

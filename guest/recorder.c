@@ -1,21 +1,27 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The RNG recorder: what a clone's getrandom() produced around a fork.
+ * The RNG recorder: what a clone's RNG produced around a fork, in each of
+ * the shapes in which user space gets it (guest/protocol.h lists them).
  *
- * One thread per online CPU, pinned to it, calls getrandom() for 16-byte
- * blocks in a tight loop and records, for each block, its sequence number,
- * a 64-bit fingerprint of the output, CLOCK_MONOTONIC after the call, and
- * whether the live generation ID (read before the call) still equals the
- * one seen when recording started.  The host starts it just before the
- * snapshot; each clone resumes mid-loop, finishes the buffer and the host
- * dumps it.  Comparing clones block by block shows how many blocks a clone
- * produced from the pre-fork state after the hypervisor changed the ID.
+ * A recording is a set of streams, each a run of records: a 64-bit
+ * fingerprint of some output, CLOCK_MONOTONIC when it was produced, and
+ * whether the live generation ID already differed from the one seen when
+ * recording started at the moment the output was produced.  The host
+ * starts a recording just before the snapshot; each clone resumes in the
+ * middle of it, finishes it and the host dumps it.  Comparing clones
+ * record by record shows how much a clone produced from the pre-fork
+ * state after the hypervisor changed the ID.
+ *
+ *   getrandom-16, insecure-16: one thread per online CPU, pinned to it, a
+ *	stream each, calls getrandom() (with GRND_INSECURE) for 16 bytes in
+ *	a loop; the ID is read before each call.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,26 +40,50 @@
 #define GRND_INSECURE 0x0004
 #endif
 
-#define MAX_THREADS DUMP_MAX_STREAMS
+/* ---- the recording -------------------------------------------------------- */
 
+/*
+ * A stream is written by one thread and read by the agent's: each record
+ * is complete before count (release) says it exists.  SEQ is the index.
+ */
 struct record {
 	uint64_t fp;
 	int64_t t_ns;
-	uint32_t seq;
 	uint32_t changed;
 };
 
-struct recorder_thread {
-	pthread_t tid;
-	int cpu;
+struct stream {
 	struct record *rec;
 	_Atomic uint32_t count;
-	_Atomic int error;
 };
 
-static struct recorder_thread threads[MAX_THREADS];
-static int nthreads;
-static uint32_t blocks_per_thread;
+/* A thread that records, pinned to cpu, onto streams from stream on. */
+struct worker {
+	pthread_t tid;
+	int cpu;
+	int stream;
+	_Atomic int started;
+};
+
+/*
+ * A shape: the bytes a record stands for, the workers (one per online
+ * CPU, or one on CPU 0), the streams each worker fills and its loop.
+ */
+struct shape {
+	const char *name;
+	uint32_t unit;
+	int per_cpu;
+	int streams;
+	void (*run)(struct worker *w);
+};
+
+static const struct shape *shape;	/* set once, when recording starts */
+static struct stream streams[DUMP_MAX_STREAMS];
+static int nstreams;
+static uint32_t per_stream;
+static struct worker workers[DUMP_MAX_STREAMS];
+static int nworkers;
+static _Atomic int nstarted;
 static const volatile uint8_t *live_id;
 static uint8_t start_id[GENID_LEN];
 
@@ -65,34 +95,149 @@ static int64_t mono_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static void *record_loop(void *arg)
+/*
+ * FNV-1a over 64-bit words, the last one padded with zeros.  Each step is
+ * a bijection of the running value and of the word, so changing any one
+ * byte of the output changes the fingerprint.
+ */
+static uint64_t fingerprint(const void *p, size_t len)
 {
-	struct recorder_thread *t = arg;
-	uint8_t id[GENID_LEN], out[RNG_BLOCK_BYTES];
-	uint64_t a, b;
-	cpu_set_t set;
+	const uint8_t *b = p;
+	uint64_t h = 0xcbf29ce484222325ULL, w;
+	size_t i;
+
+	for (i = 0; i < len; i += 8) {
+		w = 0;
+		memcpy(&w, b + i, len - i < 8 ? len - i : 8);
+		h = (h ^ w) * 0x100000001b3ULL;
+	}
+	return h;
+}
+
+/* Does the live generation ID differ from the one recording started with? */
+static int id_changed(void)
+{
+	uint8_t id[GENID_LEN];
+
+	genid_read(live_id, id);
+	return memcmp(id, start_id, GENID_LEN) != 0;
+}
+
+/* Append a record to stream s; false once the stream is full. */
+static int add(int s, uint64_t fp, int64_t t_ns, int changed)
+{
+	struct stream *st = &streams[s];
+	uint32_t n = atomic_load_explicit(&st->count, memory_order_relaxed);
+
+	if (n >= per_stream)
+		return 0;
+	st->rec[n] = (struct record){ .fp = fp, .t_ns = t_ns, .changed = changed };
+	atomic_store_explicit(&st->count, n + 1, memory_order_release);
+	return n + 1 < per_stream;
+}
+
+/* Recording is under way on w's streams: recorder_start may answer. */
+static void started(struct worker *w)
+{
+	if (!atomic_exchange(&w->started, 1))
+		atomic_fetch_add(&nstarted, 1);
+}
+
+/* ---- failing ---------------------------------------------------------------- */
+
+/*
+ * The first failure of any thread ends the recording: every loop stops,
+ * and `record status` answers err with the errno and the reason.  The
+ * reason is written before the errno (release) says there is one.
+ */
+static _Atomic int fail_claimed, fail_errno;
+static char fail_why[192];
+
+static void fail(int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (atomic_exchange(&fail_claimed, 1))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(fail_why, sizeof(fail_why), fmt, ap);
+	va_end(ap);
+	atomic_store_explicit(&fail_errno, err > 0 ? err : EIO, memory_order_release);
+}
+
+static int failed(void)
+{
+	return atomic_load_explicit(&fail_errno, memory_order_acquire);
+}
+
+/* ---- getrandom-16, insecure-16: short calls on every CPU -------------------- */
+
+/*
+ * The commonest use: a small getrandom() per key or nonce.  The ID is
+ * read before the call, so a record marked changed came from a call that
+ * began after the hypervisor changed the ID.  Under way after 16 calls.
+ */
+static void short_calls(struct worker *w, unsigned int flags)
+{
+	uint8_t out[RNG_BLOCK_BYTES];
 	uint32_t i;
+	ssize_t n;
+	int changed;
+
+	for (i = 1; !failed(); i++) {
+		changed = id_changed();
+		n = getrandom(out, sizeof(out), flags);
+		if (n != sizeof(out)) {
+			fail(n < 0 ? errno : EIO, "getrandom: %s", n < 0 ? strerror(errno) : "short read");
+			return;
+		}
+		if (!add(w->stream, fingerprint(out, sizeof(out)), mono_ns(), changed))
+			return;
+		if (i == 16)
+			started(w);
+	}
+}
+
+static void run_getrandom_16(struct worker *w)
+{
+	short_calls(w, 0);
+}
+
+/* For a crng that is not ready yet: GRND_INSECURE never blocks. */
+static void run_insecure_16(struct worker *w)
+{
+	short_calls(w, GRND_INSECURE);
+}
+
+/* ---- starting, status, dump ---------------------------------------------------- */
+
+static const struct shape shapes[] = {
+	{ "getrandom-16", RNG_BLOCK_BYTES, 1, 1, run_getrandom_16 },
+	{ "insecure-16", RNG_BLOCK_BYTES, 1, 1, run_insecure_16 },
+};
+
+static const struct shape *shape_find(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++)
+		if (!strcmp(shapes[i].name, name))
+			return &shapes[i];
+	return NULL;
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	cpu_set_t set;
 
 	CPU_ZERO(&set);
-	CPU_SET(t->cpu, &set);
+	CPU_SET(w->cpu, &set);
 	if (sched_setaffinity(0, sizeof(set), &set))
-		t->error = errno;
-	for (i = 0; i < blocks_per_thread && !t->error; i++) {
-		genid_read(live_id, id);
-		if (getrandom(out, sizeof(out), 0) != sizeof(out)) {
-			t->error = errno ? errno : EIO;
-			break;
-		}
-		memcpy(&a, out, 8);
-		memcpy(&b, out + 8, 8);
-		t->rec[i] = (struct record){
-			.fp = a ^ b,
-			.t_ns = mono_ns(),
-			.seq = i,
-			.changed = memcmp(id, start_id, GENID_LEN) != 0,
-		};
-		atomic_store_explicit(&t->count, i + 1, memory_order_release);
-	}
+		fail(errno, "cannot pin a recorder to CPU %d: %s", w->cpu, strerror(errno));
+	else
+		shape->run(w);
+	started(w); /* one that ended early must not hold recorder_start up */
 	return NULL;
 }
 
@@ -136,17 +281,62 @@ int rng_credit(unsigned int bits)
 	return rc;
 }
 
-int recorder_start(uint32_t blocks, char *err, size_t errlen)
+/* Room for n records on each of the shape's streams; -1 (all freed) if not. */
+static int streams_alloc(const struct shape *sh, int workers, unsigned long n)
 {
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	int i, rc;
+	int s;
 
-	if (nthreads) {
+	nstreams = workers * sh->streams;
+	per_stream = n;
+	for (s = 0; s < nstreams; s++) {
+		streams[s].rec = calloc(n, sizeof(struct record));
+		if (!streams[s].rec)
+			break;
+	}
+	if (s == nstreams)
+		return 0;
+	while (s--) {
+		free(streams[s].rec);
+		streams[s].rec = NULL;
+	}
+	nstreams = 0;
+	return -1;
+}
+
+static int workers_start(void)
+{
+	int i;
+
+	for (i = 0; i < nworkers; i++) {
+		workers[i].cpu = shape->per_cpu ? i : 0;
+		workers[i].stream = i * shape->streams;
+		if (pthread_create(&workers[i].tid, NULL, worker_main, &workers[i])) {
+			fail(EAGAIN, "cannot start recorder thread %d", i);
+			return -1;
+		}
+		pthread_detach(workers[i].tid);
+	}
+	return 0;
+}
+
+int recorder_start(const char *name, unsigned long n, char *err, size_t errlen)
+{
+	const struct shape *sh = shape_find(name);
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	int rc;
+
+	if (shape) {
 		snprintf(err, errlen, "a recording already exists");
 		return -1;
 	}
-	if (blocks < 1 || blocks > DUMP_MAX_RECORDS || cpus < 1 || cpus > MAX_THREADS) {
-		snprintf(err, errlen, "blocks must be 1..%d and cpus 1..%d", DUMP_MAX_RECORDS, MAX_THREADS);
+	if (!sh) {
+		snprintf(err, errlen, "unknown shape '%s' (guest/protocol.h lists them)", name);
+		return -1;
+	}
+	nworkers = sh->per_cpu ? cpus : 1;
+	if (n < 1 || n > DUMP_MAX_RECORDS || nworkers < 1 || nworkers * sh->streams > DUMP_MAX_STREAMS) {
+		snprintf(err, errlen, "records must be 1..%d and streams 1..%d", DUMP_MAX_RECORDS,
+			 DUMP_MAX_STREAMS);
 		return -1;
 	}
 	live_id = genid_map(err, errlen);
@@ -156,60 +346,62 @@ int recorder_start(uint32_t blocks, char *err, size_t errlen)
 	/*
 	 * In its first two minutes the kernel reseeds about every second on
 	 * its own.  Reseeding here pushes the next one out past the window we
-	 * record, so what the clones share is the state at the snapshot.
+	 * record, so what the clones share is the state at the snapshot.  A
+	 * crng that is not ready yet (ENODATA) has no such schedule.
 	 */
 	rc = rng_reseed();
-	if (rc) {
+	if (rc && rc != -ENODATA) {
 		snprintf(err, errlen, "RNDRESEEDCRNG: %s", strerror(-rc));
 		return -1;
 	}
-	blocks_per_thread = blocks;
-	for (i = 0; i < cpus; i++) {
-		threads[i] = (struct recorder_thread){ .cpu = i };
-		threads[i].rec = calloc(blocks, sizeof(struct record));
-		if (!threads[i].rec ||
-		    pthread_create(&threads[i].tid, NULL, record_loop, &threads[i])) {
-			snprintf(err, errlen, "cannot start recorder thread %d", i);
-			return -1;
-		}
-		nthreads = i + 1;
+	if (streams_alloc(sh, nworkers, n)) {
+		snprintf(err, errlen, "no memory for %d streams of %lu records", nworkers * sh->streams, n);
+		return -1;
 	}
-	/* Recording is under way on every CPU before we answer. */
-	for (i = 0; i < nthreads; i++)
-		while (atomic_load(&threads[i].count) < 16 && !threads[i].error)
-			sched_yield();
+	shape = sh;
+	workers_start();
+	/* Recording is under way on every stream before we answer. */
+	while (atomic_load(&nstarted) < nworkers && !failed())
+		usleep(1000);
+	if (failed()) {
+		snprintf(err, errlen, "%s", fail_why);
+		return -1;
+	}
 	return 0;
 }
 
-int recorder_status(uint32_t *done, uint32_t *total)
+int recorder_status(uint32_t *done, uint32_t *total, char *why, size_t whylen)
 {
-	int i, error = 0;
+	int s, err = failed();
 
 	*done = 0;
-	*total = nthreads * blocks_per_thread;
-	for (i = 0; i < nthreads; i++) {
-		*done += atomic_load(&threads[i].count);
-		if (threads[i].error)
-			error = threads[i].error;
-	}
-	return error;
+	*total = nstreams * per_stream;
+	for (s = 0; s < nstreams; s++)
+		*done += atomic_load_explicit(&streams[s].count, memory_order_acquire);
+	if (err)
+		snprintf(why, whylen, "%s", fail_why);
+	return err;
 }
 
-/* Text lines "R CPU SEQ FP T_NS CHANGED", emitted through out(). */
-void recorder_dump(void (*out)(const char *line, void *ctx), void *ctx)
+int recorder_dump(void (*out)(const char *line, void *ctx), void *ctx)
 {
 	char line[96];
 	uint32_t i, n;
-	int t;
+	int s;
 
-	for (t = 0; t < nthreads; t++) {
-		n = atomic_load_explicit(&threads[t].count, memory_order_acquire);
+	if (!shape)
+		return -1;
+	snprintf(line, sizeof(line), DUMP_HEADER_FMT, shape->name, shape->unit);
+	out(line, ctx);
+	for (s = 0; s < nstreams; s++) {
+		n = atomic_load_explicit(&streams[s].count, memory_order_acquire);
 		for (i = 0; i < n; i++) {
-			const struct record *r = &threads[t].rec[i];
+			const struct record *r = &streams[s].rec[i];
 
-			snprintf(line, sizeof(line), DUMP_RECORD_FMT, t, r->seq,
+			snprintf(line, sizeof(line), DUMP_RECORD_FMT, s, i,
 				 (unsigned long long)r->fp, (long long)r->t_ns, r->changed);
 			out(line, ctx);
 		}
 	}
+	return 0;
 }

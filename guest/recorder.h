@@ -10,13 +10,20 @@ int rng_reseed(void);
 /* ioctl(RNDADDENTROPY) crediting BITS (1..256): 0 or -errno. */
 int rng_credit(unsigned int bits);
 
-/* Reseed, then record BLOCKS getrandom() blocks on every CPU.  0 or -1 + err. */
-int recorder_start(uint32_t blocks, char *err, size_t errlen);
+/*
+ * Reseed, then record N records per stream in the shape named (see
+ * guest/protocol.h); returns once recording is under way on every stream.
+ * 0, or -1 with err set.  One recording per boot.
+ */
+int recorder_start(const char *shape, unsigned long n, char *err, size_t errlen);
 
-/* Blocks recorded so far and in all; returns a thread's errno, or 0. */
-int recorder_status(uint32_t *done, uint32_t *total);
+/*
+ * Records so far and in all, over every stream.  Returns 0, or the errno
+ * of a recording that failed, with the reason in why.
+ */
+int recorder_status(uint32_t *done, uint32_t *total, char *why, size_t whylen);
 
-/* Every record as a text line "R CPU SEQ FP T_NS CHANGED". */
-void recorder_dump(void (*out)(const char *line, void *ctx), void *ctx);
+/* The header line, then every record (guest/protocol.h); -1 if none started. */
+int recorder_dump(void (*out)(const char *line, void *ctx), void *ctx);
 
 #endif
