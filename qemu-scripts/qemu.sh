@@ -59,7 +59,7 @@ CLEANUP_HOOKS=() # run first on cleanup (libvirt.sh stops its domains and daemon
 # measurement of a run: the parent's RUN_DIR, and traps that stop only
 # what the child started.
 qemu_setup() {
-	RUN_DIR=$(mktemp -d /tmp/forksafe.XXXXXX)
+	RUN_DIR=$(mktemp -d "${TMPDIR:-/tmp}/forksafe.XXXXXX")
 	export RUN_DIR
 	qemu_traps 'qemu_cleanup; run_dir_cleanup'
 }

@@ -29,8 +29,9 @@ if [ -n "${TESTS:-}" ]; then
 	done
 fi
 
-# The guests, switches and libvirt daemons of the suite's runs, by PID.
-suite_pids() { pgrep -f '/tmp/forksafe\.[A-Za-z0-9]{6}/' | sort || true; }
+# The guests, switches and libvirt daemons a scenario started, by PID: each
+# scenario runs with a TMPDIR of its own, under which its run directory is.
+suite_pids() { pgrep -f "$1/forksafe\\.[A-Za-z0-9]{6}/" | sort || true; }
 
 # One KVM probe for the whole run (a failing probe costs 15 s).
 if [ -z "${ACCEL:-}" ]; then
@@ -47,13 +48,13 @@ for t in "${tests[@]}"; do
 	secs=${TEST_TIMEOUT:-${timeout[$t]}}
 	out=$(mktemp)
 	rcfile=$(mktemp)
-	before=$(suite_pids)
+	tmp=$(mktemp -d /tmp/forksafe-scenario.XXXXXX)
 	# Streamed as it runs, so long scenarios show progress.
-	{ rc=0; timeout -k 30 "$secs" bash "$dir/$t.sh" </dev/null 2>&1 || rc=$?; echo "$rc" >"$rcfile"; } |
+	{ rc=0; TMPDIR=$tmp timeout -k 30 "$secs" bash "$dir/$t.sh" </dev/null 2>&1 || rc=$?; echo "$rc" >"$rcfile"; } |
 		tee "$out" | sed -u 's/^/# /'
 	rc=$(cat "$rcfile")
 	# A scenario stops everything it starts; what outlives it is a bug.
-	left=$(comm -13 <(echo "$before") <(suite_pids) | tr '\n' ' ')
+	left=$(suite_pids "$tmp" | tr '\n' ' ')
 	if [ -n "${left// /}" ]; then
 		echo "# $t left processes running: $left(stopped now)"
 		# shellcheck disable=SC2086 # a list of PIDs
@@ -68,6 +69,7 @@ for t in "${tests[@]}"; do
 	*) echo "# exit=$rc"; echo "not ok $n $t"; failed=$((failed + 1)) ;;
 	esac
 	rm -f "$out" "$rcfile"
+	[ -n "${KEEP_RUN_DIR:-}" ] || rm -rf "$tmp"
 done
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]
