@@ -15,10 +15,18 @@
  *   getrandom-16, insecure-16: one thread per online CPU, pinned to it, a
  *	stream each, calls getrandom() (with GRND_INSECURE) for 16 bytes in
  *	a loop; the ID is read before each call.
+ *   getrandom-16MiB, urandom-1MiB: one thread on CPU 0 calls getrandom() of
+ *	16 MiB (read() of 1 MiB from /dev/urandom) again and again; stream 0
+ *	has a record per 4 KiB page.  The buffer is registered with
+ *	userfaultfd, so the kernel's first write to each page waits in a
+ *	handler thread that reads the ID and the clock before it maps the
+ *	page: CHANGED says what the ID was when the kernel wrote that page,
+ *	and flips in the middle of a call that a fork interrupted.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -29,8 +37,11 @@
 #include <time.h>
 #include <unistd.h>
 #include <linux/random.h>
+#include <linux/userfaultfd.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/random.h>
+#include <sys/syscall.h>
 #include "genid.h"
 #include "protocol.h"
 #include "recorder.h"
@@ -209,11 +220,298 @@ static void run_insecure_16(struct worker *w)
 	short_calls(w, GRND_INSECURE);
 }
 
+/* ---- getrandom-16MiB, urandom-1MiB: long reads, a record per page ------------ */
+
+/*
+ * A long read is recorded page by page, and what matters is the ID when
+ * the kernel wrote each page, not when the call began: a fork lands
+ * between two pages of one call.  The buffer is registered with
+ * userfaultfd for missing pages and is empty before every call, so the
+ * kernel's first write to each page faults into the handler thread,
+ * which reads the ID and the clock and only then maps the page and lets
+ * the kernel write it.  After the call every page is fingerprinted.
+ */
+struct page_seen {
+	int64_t t_ns;
+	uint32_t changed;
+	_Atomic uint32_t call;	/* the call that faulted it: written last */
+};
+
+struct long_read {
+	struct worker *w;
+	const char *what;
+	ssize_t (*fill)(struct long_read *lr);
+	int fd;			/* what fill reads, if anything */
+	uint8_t *buf;		/* mapped before the handler starts, never moved */
+	size_t len, pages;
+	struct page_seen *seen;
+	_Atomic uint32_t call;	/* the call in progress, from 1 */
+	int uffd;
+	int stop[2];		/* a pipe: the reader tells the handler to end */
+	pthread_t handler;
+	int handler_runs;
+};
+
+static const uint8_t zero_page[RNG_PAGE_BYTES];
+
+/* One message from the kernel: a missing page of ours, or a failure. */
+static int page_fault(struct long_read *lr, const struct uffd_msg *m)
+{
+	uint64_t base = (uintptr_t)lr->buf, addr = m->arg.pagefault.address & ~(uint64_t)(RNG_PAGE_BYTES - 1);
+	struct uffdio_copy copy = { .dst = addr, .src = (uintptr_t)zero_page, .len = RNG_PAGE_BYTES };
+	struct uffdio_range range = { .start = addr, .len = RNG_PAGE_BYTES };
+	uint32_t call = atomic_load_explicit(&lr->call, memory_order_acquire);
+	struct page_seen *p;
+
+	if (m->event != UFFD_EVENT_PAGEFAULT) {
+		fail(EPROTO, "userfaultfd: unexpected event 0x%x", m->event);
+		return -1;
+	}
+	if (addr < base || addr - base >= lr->len || (m->arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WP)) {
+		fail(EPROTO, "userfaultfd: unexpected fault at 0x%llx, flags 0x%llx",
+		     (unsigned long long)addr, (unsigned long long)m->arg.pagefault.flags);
+		return -1;
+	}
+	p = &lr->seen[(addr - base) / RNG_PAGE_BYTES];
+	if (atomic_load_explicit(&p->call, memory_order_relaxed) != call) {
+		p->changed = id_changed();
+		p->t_ns = mono_ns();
+		atomic_store_explicit(&p->call, call, memory_order_release);
+	}
+	/* Mapped already (a fault reported twice): wake the writer all the same. */
+	if (ioctl(lr->uffd, UFFDIO_COPY, &copy) &&
+	    (errno != EEXIST || ioctl(lr->uffd, UFFDIO_WAKE, &range))) {
+		fail(errno, "UFFDIO_COPY: %s", strerror(errno));
+		return -1;
+	}
+	started(lr->w);
+	return 0;
+}
+
+/* Read the messages waiting; -1 once the recording failed. */
+static int page_faults(struct long_read *lr)
+{
+	struct uffd_msg m[16];
+	ssize_t n, i;
+
+	n = read(lr->uffd, m, sizeof(m));
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return 0;
+	if (n <= 0 || n % sizeof(m[0])) {
+		fail(n < 0 ? errno : EPROTO, "userfaultfd: read returned %zd: %s", n,
+		     n < 0 ? strerror(errno) : "not whole messages");
+		return -1;
+	}
+	for (i = 0; i < n / (ssize_t)sizeof(m[0]); i++)
+		if (page_fault(lr, &m[i]))
+			return -1;
+	return 0;
+}
+
+/*
+ * The handler thread, until the reader says stop or something fails.  A
+ * failure unregisters the buffer, which wakes a fault still waiting and
+ * lets later ones through unrecorded, so the reader never hangs: it sees
+ * the failure once its call returns.  The reader checks for a failure
+ * after it registers the buffer, so no registration outlives this.
+ */
+static void *fault_handler(void *arg)
+{
+	struct long_read *lr = arg;
+	struct pollfd pfd[2] = { { .fd = lr->uffd, .events = POLLIN }, { .fd = lr->stop[0], .events = POLLIN } };
+	struct uffdio_range all = { .start = (uintptr_t)lr->buf, .len = lr->len };
+
+	for (;;) {
+		if (poll(pfd, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			fail(errno, "poll: %s", strerror(errno));
+			break;
+		}
+		if (pfd[1].revents)
+			return NULL;
+		if (pfd[0].revents & ~POLLIN) {
+			fail(EPROTO, "userfaultfd: poll says 0x%x", pfd[0].revents);
+			break;
+		}
+		if (pfd[0].revents && page_faults(lr))
+			break;
+	}
+	ioctl(lr->uffd, UFFDIO_UNREGISTER, &all);
+	return NULL;
+}
+
+/*
+ * An empty buffer for the next call, registered: every page the call
+ * writes faults.  A fresh mapping over the old one empties it (the guest
+ * kernels have no madvise(), CONFIG_ADVISE_SYSCALLS being off), and a
+ * new mapping must be registered again.
+ */
+static int buffer_empty(struct long_read *lr)
+{
+	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_MISSING,
+				       .range = { .start = (uintptr_t)lr->buf, .len = lr->len } };
+
+	if (mmap(lr->buf, lr->len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
+		 -1, 0) == MAP_FAILED) {
+		fail(errno, "mmap of %zu bytes: %s", lr->len, strerror(errno));
+		return -1;
+	}
+	if (ioctl(lr->uffd, UFFDIO_REGISTER, &reg)) {
+		fail(errno, "userfaultfd: cannot register the buffer: %s", strerror(errno));
+		return -1;
+	}
+	if (!(reg.ioctls & (1ULL << _UFFDIO_COPY))) {
+		fail(EOPNOTSUPP, "userfaultfd: no UFFDIO_COPY on the buffer");
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * The buffer, the userfaultfd and the handler thread.  The kernel must
+ * hand over the faults of its own copies to user space, so the
+ * userfaultfd is opened without UFFD_USER_MODE_ONLY (root may).
+ */
+static int long_read_setup(struct long_read *lr)
+{
+	struct uffdio_api api = { .api = UFFD_API };
+	size_t i;
+
+	lr->buf = mmap(NULL, lr->len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (lr->buf == MAP_FAILED) {
+		lr->buf = NULL;
+		fail(errno, "mmap of %zu bytes: %s", lr->len, strerror(errno));
+		return -1;
+	}
+	lr->seen = calloc(lr->pages, sizeof(*lr->seen));
+	if (!lr->seen) {
+		fail(ENOMEM, "no memory for %zu pages", lr->pages);
+		return -1;
+	}
+	for (i = 0; i < lr->pages; i++)
+		atomic_init(&lr->seen[i].call, 0);
+	lr->uffd = syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	if (lr->uffd < 0) {
+		fail(errno, "userfaultfd: %s (CONFIG_USERFAULTFD missing?)", strerror(errno));
+		return -1;
+	}
+	if (ioctl(lr->uffd, UFFDIO_API, &api)) {
+		fail(errno, "UFFDIO_API: %s", strerror(errno));
+		return -1;
+	}
+	if (pipe2(lr->stop, O_CLOEXEC)) {
+		fail(errno, "pipe: %s", strerror(errno));
+		return -1;
+	}
+	if (pthread_create(&lr->handler, NULL, fault_handler, lr)) {
+		fail(EAGAIN, "cannot start the page fault handler");
+		return -1;
+	}
+	lr->handler_runs = 1;
+	return 0;
+}
+
+static void long_read_teardown(struct long_read *lr)
+{
+	if (lr->handler_runs && write(lr->stop[1], "", 1) == 1)
+		pthread_join(lr->handler, NULL);
+	else if (lr->handler_runs)
+		pthread_detach(lr->handler);
+	if (lr->stop[0] >= 0) {
+		close(lr->stop[0]);
+		close(lr->stop[1]);
+	}
+	if (lr->uffd >= 0)
+		close(lr->uffd);
+	if (lr->buf)
+		munmap(lr->buf, lr->len);
+	free(lr->seen);
+}
+
+/* One call: every page written, each after its fault, appended. */
+static int long_read_call(struct long_read *lr, uint32_t call)
+{
+	struct page_seen *p;
+	ssize_t n;
+	size_t i;
+
+	if (buffer_empty(lr) || failed())
+		return 0;
+	atomic_store_explicit(&lr->call, call, memory_order_release);
+	n = lr->fill(lr);
+	if (failed())
+		return 0;
+	if (n < 0) {
+		fail(errno, "%s: %s", lr->what, strerror(errno));
+		return 0;
+	}
+	if ((size_t)n != lr->len) {
+		fail(EIO, "%s: %zd of %zu bytes: pages left unwritten", lr->what, n, lr->len);
+		return 0;
+	}
+	for (i = 0; i < lr->pages; i++) {
+		p = &lr->seen[i];
+		if (atomic_load_explicit(&p->call, memory_order_acquire) != call) {
+			fail(EPROTO, "%s: page %zu of call %u was written without a fault", lr->what, i, call);
+			return 0;
+		}
+		if (!add(lr->w->stream, fingerprint(lr->buf + i * RNG_PAGE_BYTES, RNG_PAGE_BYTES),
+			 p->t_ns, p->changed))
+			return 0;
+	}
+	return 1;
+}
+
+static void long_reads(struct long_read *lr)
+{
+	uint32_t call = 1;
+
+	lr->pages = lr->len / RNG_PAGE_BYTES;
+	lr->uffd = lr->stop[0] = lr->stop[1] = -1;
+	if (!long_read_setup(lr))
+		while (long_read_call(lr, call))
+			call++;
+	long_read_teardown(lr);
+}
+
+static ssize_t fill_getrandom(struct long_read *lr)
+{
+	return getrandom(lr->buf, lr->len, 0);
+}
+
+static ssize_t fill_urandom(struct long_read *lr)
+{
+	return read(lr->fd, lr->buf, lr->len);
+}
+
+static void run_getrandom_16mib(struct worker *w)
+{
+	struct long_read lr = { .w = w, .what = "getrandom", .fill = fill_getrandom, .len = 16 << 20 };
+
+	long_reads(&lr);
+}
+
+static void run_urandom_1mib(struct worker *w)
+{
+	struct long_read lr = { .w = w, .what = "read of /dev/urandom", .fill = fill_urandom, .len = 1 << 20 };
+
+	lr.fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+	if (lr.fd < 0) {
+		fail(errno, "/dev/urandom: %s", strerror(errno));
+		return;
+	}
+	long_reads(&lr);
+	close(lr.fd);
+}
+
 /* ---- starting, status, dump ---------------------------------------------------- */
 
 static const struct shape shapes[] = {
 	{ "getrandom-16", RNG_BLOCK_BYTES, 1, 1, run_getrandom_16 },
 	{ "insecure-16", RNG_BLOCK_BYTES, 1, 1, run_insecure_16 },
+	{ "getrandom-16MiB", RNG_PAGE_BYTES, 0, 1, run_getrandom_16mib },
+	{ "urandom-1MiB", RNG_PAGE_BYTES, 0, 1, run_urandom_1mib },
 };
 
 static const struct shape *shape_find(const char *name)
