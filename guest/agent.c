@@ -569,12 +569,14 @@ static int open_port(void)
 	return fd;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	char buf[AGENT_REQUEST_MAX], *nl;
 	size_t len = 0;
 	ssize_t n;
 
+	if (argc == 2 && !strcmp(argv[1], EXEC_PROBE_ARG))
+		return recorder_exec_probe();
 	if (crng_nowait())
 		fprintf(stderr, "agent: not waiting for the crng (forksafe.crng=nowait)\n");
 	else

@@ -22,6 +22,10 @@
  *	handler thread that reads the ID and the clock before it maps the
  *	page: CHANGED says what the ID was when the kernel wrote that page,
  *	and flips in the middle of a call that a fork interrupted.
+ *   exec: one thread on CPU 0 runs a program again and again (this binary,
+ *	fork + execve): stream 0 its AT_RANDOM, stream 1 its stack and mmap
+ *	bases, stream 2 a read of /proc/sys/kernel/random/uuid; the ID is read
+ *	before the fork.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -38,10 +42,12 @@
 #include <unistd.h>
 #include <linux/random.h>
 #include <linux/userfaultfd.h>
+#include <sys/auxv.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include "genid.h"
 #include "protocol.h"
 #include "recorder.h"
@@ -505,6 +511,120 @@ static void run_urandom_1mib(struct worker *w)
 	close(lr.fd);
 }
 
+/* ---- exec: what a new program gets ------------------------------------------- */
+
+/*
+ * A program gets randomness before it runs a line of its own: the 16
+ * bytes of AT_RANDOM that execve() puts on its stack (the seed of its
+ * stack protector and pointer guard) and the bases ASLR picks for its
+ * stack and its mappings.  The probe is this binary run again with
+ * EXEC_PROBE_ARG; it reports all three through a pipe.  A read of
+ * /proc/sys/kernel/random/uuid (get_random_bytes() behind a file) by the
+ * recording thread completes each iteration.
+ */
+struct exec_report {
+	uint8_t at_random[16];
+	uint64_t where[2];	/* a local on its stack, its first mmap() */
+};
+
+int recorder_exec_probe(void)
+{
+	const void *at = (const void *)getauxval(AT_RANDOM);
+	void *map = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct exec_report r;
+
+	if (!at || map == MAP_FAILED)
+		return 1;
+	memcpy(r.at_random, at, sizeof(r.at_random));
+	r.where[0] = (uintptr_t)&r;
+	r.where[1] = (uintptr_t)map;
+	return write(STDOUT_FILENO, &r, sizeof(r)) == sizeof(r) ? 0 : 1;
+}
+
+/* Fork and exec the probe, its stdout a pipe; 0, or -1 once failed. */
+static int exec_probe_run(struct exec_report *r)
+{
+	char *const argv[] = { "/proc/self/exe", EXEC_PROBE_ARG, NULL }, *const envp[] = { NULL };
+	size_t got = 0;
+	int fd[2], status;
+	ssize_t n;
+	pid_t pid;
+
+	if (pipe2(fd, O_CLOEXEC)) {
+		fail(errno, "pipe: %s", strerror(errno));
+		return -1;
+	}
+	pid = fork();
+	if (!pid) {
+		/* Only async-signal-safe calls in the child of a threaded process. */
+		if (dup2(fd[1], STDOUT_FILENO) == STDOUT_FILENO)
+			execve(argv[0], argv, envp);
+		_exit(127);
+	}
+	close(fd[1]);
+	while (pid > 0 && got < sizeof(*r)) {
+		n = read(fd[0], (uint8_t *)r + got, sizeof(*r) - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += n;
+	}
+	close(fd[0]);
+	if (pid < 0) {
+		fail(errno, "fork: %s", strerror(errno));
+		return -1;
+	}
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR) {
+			fail(errno, "waitpid: %s", strerror(errno));
+			return -1;
+		}
+	if (!WIFEXITED(status) || WEXITSTATUS(status) || got != sizeof(*r)) {
+		fail(EIO, "the exec probe reported %zu of %zu bytes, status 0x%x", got, sizeof(*r), status);
+		return -1;
+	}
+	return 0;
+}
+
+static int read_uuid(char uuid[36])
+{
+	int fd = open("/proc/sys/kernel/random/uuid", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : read(fd, uuid, 36);
+
+	if (fd >= 0)
+		close(fd);
+	if (n != 36) {
+		fail(n < 0 ? errno : EIO, "/proc/sys/kernel/random/uuid: %s",
+		     n < 0 ? strerror(errno) : "short read");
+		return -1;
+	}
+	return 0;
+}
+
+/* Streams: 0 the probe's AT_RANDOM, 1 its stack and mmap bases, 2 the uuid. */
+static void run_exec(struct worker *w)
+{
+	struct exec_report r;
+	int64_t t_run, t_uuid;
+	int changed, more = 1;
+	char uuid[36];
+
+	while (more && !failed()) {
+		changed = id_changed();
+		if (exec_probe_run(&r))
+			return;
+		t_run = mono_ns();
+		if (read_uuid(uuid))
+			return;
+		t_uuid = mono_ns();
+		add(w->stream, fingerprint(r.at_random, sizeof(r.at_random)), t_run, changed);
+		add(w->stream + 1, fingerprint(r.where, sizeof(r.where)), t_run, changed);
+		more = add(w->stream + 2, fingerprint(uuid, sizeof(uuid)), t_uuid, changed);
+		started(w);
+	}
+}
+
 /* ---- starting, status, dump ---------------------------------------------------- */
 
 static const struct shape shapes[] = {
@@ -512,6 +632,7 @@ static const struct shape shapes[] = {
 	{ "insecure-16", RNG_BLOCK_BYTES, 1, 1, run_insecure_16 },
 	{ "getrandom-16MiB", RNG_PAGE_BYTES, 0, 1, run_getrandom_16mib },
 	{ "urandom-1MiB", RNG_PAGE_BYTES, 0, 1, run_urandom_1mib },
+	{ "exec", RNG_BLOCK_BYTES, 0, 3, run_exec },
 };
 
 static const struct shape *shape_find(const char *name)

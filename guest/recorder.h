@@ -26,4 +26,11 @@ int recorder_status(uint32_t *done, uint32_t *total, char *why, size_t whylen);
 /* The header line, then every record (guest/protocol.h); -1 if none started. */
 int recorder_dump(void (*out)(const char *line, void *ctx), void *ctx);
 
+/*
+ * The exec shape's program: the agent run again with EXEC_PROBE_ARG
+ * writes what it got from execve() to stdout and exits (main's status).
+ */
+#define EXEC_PROBE_ARG "--exec-probe"
+int recorder_exec_probe(void);
+
 #endif
