@@ -25,13 +25,20 @@ QEMU_PROCESS=() # options of the QEMU process rather than of the machine
 #                    sleep=off), the RTC starts at a fixed date and runs on
 #                    guest time, and the vCPU is qemu64: two boots of one
 #                    kernel run the same instructions until the host speaks
+#   --record FILE, --replay FILE
+#                    deterministic, and QEMU records every input of the run
+#                    to FILE, or feeds them back from FILE: a replay runs the
+#                    recorded instructions again, with the same interrupts at
+#                    the same instructions and the same clock, even where
+#                    -icount alone does not (the emulated UART and device
+#                    start-up part two boots after a few hundred ms)
 #   --append "P..."  kernel parameters
 # and, for the QEMU process: --loadvm TAG, --incoming URI, --extra ARG.
 machine() {
 	local name=$1 kernel=$2
 	shift 2
 	MACHINE=([name]=$name [kernel]=$kernel [initrd]=$INITRAMFS [mem]=$GUEST_MEM [smp]=1
-		[guid]=auto [role]=agent [disk]="" [net]="" [pcap]="" [cpu]="" [deterministic]=0 [append]="")
+		[guid]=auto [role]=agent [disk]="" [net]="" [pcap]="" [cpu]="" [deterministic]=0 [append]="" [rr]="")
 	QEMU_PROCESS=()
 	while [ $# -gt 0 ]; do
 		case "$1" in
@@ -45,6 +52,7 @@ machine() {
 		--cpu) MACHINE[cpu]=$2 ;;
 		--deterministic) MACHINE[deterministic]=1 MACHINE[cpu]=qemu64; shift; continue ;;
 		--append) MACHINE[append]=$2 ;;
+		--record | --replay) MACHINE[rr]=",rr=${1#--},rrfile=$2" MACHINE[deterministic]=1 MACHINE[cpu]=qemu64 ;;
 		--loadvm) QEMU_PROCESS+=(-loadvm "$2") ;;
 		--incoming) QEMU_PROCESS+=(-incoming "$2") ;;
 		--extra) QEMU_PROCESS+=("$2") ;;
@@ -81,7 +89,9 @@ machine_qemu_args() {
 		QEMU_ARGS+=(-cpu "${MACHINE[cpu]}")
 	fi
 	if [ "${MACHINE[deterministic]}" = 1 ]; then
-		QEMU_ARGS+=(-icount shift=0,sleep=off,align=off -rtc base=2020-01-01T00:00:00,clock=vm)
+		# shellcheck disable=SC2054 # one argument, commas and all
+		QEMU_ARGS+=(-icount "shift=0,sleep=off,align=off${MACHINE[rr]}"
+			-rtc base=2020-01-01T00:00:00,clock=vm)
 	fi
 	if [ "${MACHINE[guid]}" != none ]; then
 		QEMU_ARGS+=(-device "vmgenid,id=vmgenid0,guid=${MACHINE[guid]}")

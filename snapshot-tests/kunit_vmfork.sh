@@ -13,11 +13,11 @@
 # Every case must be there and pass: a missing suite or case, or a case
 # that skips, fails.
 # Then the one thing a KUnit case cannot assert alone, that the fork path
-# mixes the new ID into the pool: on a machine that runs the same
-# instructions in every boot (-icount, no RDRAND, a fixed clock), three
-# boots print the first output after a fork to ID 1, 1 and 2.  The two
-# boots with ID 1 must agree (else the machine is not deterministic and the
-# comparison proves nothing) and the boot with ID 2 must differ.
+# mixes the new ID into the pool: a boot printing the first output after a
+# fork to ID 1 is recorded with QEMU's record/replay and replayed with ID 1
+# and with ID 2 (everything else, interrupts and clocks included, the same).
+# The replay with ID 1 must agree with the recording (else the comparison
+# proves nothing) and the one with ID 2 must differ.
 set -euo pipefail
 . "$(dirname "$0")/lib/ktap.sh"
 . "$(dirname "$0")/lib/measure.sh"
@@ -36,13 +36,19 @@ declare -A cases=(
 )
 t_plan $(($(wc -w <<<"${cases[*]}") + 2 + 3))
 
-# kunit_boot NAME [machine options]: boot, stop, and print the KTAP lines.
+# kunit_boot NAME [machine options]: boot until both suites have reported,
+# then stop; KTAP in NAME's dir.  Nothing talks to the guest meanwhile: an
+# agent connecting would interrupt it at a moment that differs between
+# boots, and the deterministic boots would not be.
+KUNIT_TIMEOUT=${KUNIT_TIMEOUT:-300}
 kunit_boot() {
-	local name=$1
+	local name=$1 console
 	shift
-	guest_boot "$name" "$kernel" "$@" || true
-	guest_stop "$name"
-	sed -n 's/^\[[ 0-9.]*\] //p' "$(guest_dir "$name")/console.log" | tr -d '\r'
+	console=$(guest_dir "$name")/console.log
+	guest_start "$name" "$kernel" "$@" || true
+	wait_until "$KUNIT_TIMEOUT" grep -qE '(not )?ok [0-9]+ wireguard_vmfork' "$console" || true
+	guest_quit "$name"
+	sed -n 's/^\[[ 0-9.]*\] //p' "$console" | tr -d '\r' >"$(guest_dir "$name")/ktap"
 }
 
 # case_result SUITE CASE <<<KTAP: "ok", "not ok", "skip" or "missing".
@@ -57,7 +63,8 @@ case_result() {
 	esac
 }
 
-ktap=$(kunit_boot kunit --smp 2)
+kunit_boot kunit --smp 2
+ktap=$(cat "$(guest_dir kunit)/ktap")
 for suite in random_vmfork wireguard_vmfork; do
 	for c in ${cases[$suite]}; do
 		t_eq "kunit: $suite: $c" "$(case_result "$suite" "$c" <<<"$ktap")" ok
@@ -68,14 +75,40 @@ grep -E '^ +# vmfork_test_long_read: ' <<<"$ktap" | sed 's/^ */# /' || true
 while read -r line; do t_diag "$line"; done < <(grep -E '^ +(# |not ok)' <<<"$ktap" | grep -iE 'expect|not ok|fail' | head -n 10)
 
 # The output after a fork follows the ID.
-fingerprint() {
-	kunit_boot "det-$1-$2" --deterministic --smp 2 --guid 6f726b73-6166-6500-0000-0000000000fe \
-		--append "random.vmfork_test_id=$2" |
-		sed -n "s/^ *# vmfork_test_id_in_output: output after a fork to ID $2: //p" | head -n 1
+# A boot with ID 1 is recorded (QEMU record/replay: every input of the run,
+# at the instruction it came at), then replayed twice, with ID 1 and with
+# ID 2 in /vmfork-test-id of the initramfs: the instructions are the same
+# (copying one digit or another, hashing one value or another), and so is
+# everything the crng draws from, but for the ID.  -icount alone is not
+# enough: two boots part within 0.4 s.  Each run stops once the line is out.
+# initramfs_with_id ID: the suite's initramfs with ID appended, as a file.
+initramfs_with_id() {
+	local dir=$RUN_DIR/id-$1
+	mkdir -p "$dir/root"
+	printf '%s\n' "$1" >"$dir/root/vmfork-test-id"
+	touch -d 2020-01-01 "$dir/root/vmfork-test-id"
+	cp "$INITRAMFS" "$dir/initramfs.cpio"
+	(cd "$dir/root" && echo vmfork-test-id | cpio -o -H newc --owner=0:0 --reproducible --quiet) \
+		>>"$dir/initramfs.cpio"
+	echo "$dir/initramfs.cpio"
 }
-a=$(fingerprint a 1) b=$(fingerprint b 1) c=$(fingerprint c 2)
-t_diag "first output after a fork to ID 1: '$a', again: '$b'; to ID 2: '$c'"
-t_check "deterministic boots print the output after a fork" test -n "$a" -a -n "$c"
-t_eq "two boots with the same ID give the same output (the comparison can see)" "$b" "$a"
+
+fingerprint() {
+	local name=$1 id=$2 mode=$3 console initrd
+	console=$(guest_dir "$name")/console.log
+	initrd=$(initramfs_with_id "$id")
+	INITRAMFS=$initrd guest_start "$name" "$kernel" "--$mode" "$RUN_DIR/kunit.replay" --role probe \
+		--guid 6f726b73-6166-6500-0000-0000000000fe || return 0
+	wait_until "$KUNIT_TIMEOUT" grep -q "vmfork_test_id_in_output: output" "$console" || true
+	guest_quit "$name"
+	tr -d '\r' <"$console" | sed -n "s/.* output after a fork to ID $id: //p" | head -n 1
+}
+fingerprint a 1 record >"$RUN_DIR/fp-a"
+fingerprint b 1 replay >"$RUN_DIR/fp-b"
+fingerprint c 2 replay >"$RUN_DIR/fp-c"
+a=$(cat "$RUN_DIR/fp-a") b=$(cat "$RUN_DIR/fp-b") c=$(cat "$RUN_DIR/fp-c")
+t_diag "first output after a fork to ID 1: '$a', replayed: '$b'; replayed with ID 2: '$c'"
+t_check "the recorded and replayed boots print the output after a fork" test -n "$a" -a -n "$b" -a -n "$c"
+t_eq "the replay with the same ID gives the same output (the comparison can see)" "$b" "$a"
 t_check "a fork to another ID gives other output (the ID reaches the pool)" test "$c" != "$a"
 t_done
