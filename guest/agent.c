@@ -166,6 +166,18 @@ static int cmd_ping(const char *args)
 	return 0;
 }
 
+/* Idle time summed over CPUs, from /proc/uptime, in ms; -1 if unreadable. */
+static long long idle_ms(void)
+{
+	double up, idle;
+	FILE *f = fopen("/proc/uptime", "r");
+	int n = f ? fscanf(f, "%lf %lf", &up, &idle) : 0;
+
+	if (f)
+		fclose(f);
+	return n == 2 ? (long long)(idle * 1000) : -1;
+}
+
 static int cmd_info(const char *args)
 {
 	char err[256], guid[37];
@@ -180,6 +192,7 @@ static int cmd_info(const char *args)
 	reply("cpus=%ld", sysconf(_SC_NPROCESSORS_ONLN));
 	clock_gettime(CLOCK_BOOTTIME, &ts);
 	reply("uptime_ms=%lld", (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+	reply("idle_ms=%lld", idle_ms());
 	reply("vmgenid_driver=%s", vmgenid_driver_state());
 	reply("crng=%s", crng_state());
 	reply("crng_wait_ms=%lld", crng_wait_ms);
@@ -193,6 +206,31 @@ static int cmd_info(const char *args)
 	} else {
 		reply("guid_error=%s", err);
 	}
+	return 0;
+}
+
+/*
+ * "kmsg PATTERN": the kernel log records whose text holds PATTERN, as
+ * "line=US TEXT" replies (US: microseconds since boot).  For what the kernel logs below the console's level.
+ */
+static int cmd_kmsg(const char *args)
+{
+	char rec[2048], *text, *ts;
+	int fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	while ((n = read(fd, rec, sizeof(rec) - 1)) > 0 || (n < 0 && errno == EPIPE)) {
+		if (n <= 0)
+			continue; /* a record overwritten while we read: go on */
+		rec[n] = '\0';
+		text = strchr(rec, ';');
+		ts = strchr(rec, ',') ? strchr(strchr(rec, ',') + 1, ',') : NULL;
+		if (text && ts && strstr(++text, args))
+			reply("line=%lld %.*s", atoll(ts + 1), (int)strcspn(text, "\n"), text);
+	}
+	close(fd);
 	return 0;
 }
 
@@ -501,6 +539,7 @@ static const struct command {
 	{ "ping", cmd_ping },
 	{ "info", cmd_info },
 	{ "reseed", cmd_reseed },
+	{ "kmsg", cmd_kmsg },
 	{ "credit", cmd_credit },
 	{ "record", cmd_record },
 	{ "bench", cmd_bench },
