@@ -209,31 +209,6 @@ static int cmd_info(const char *args)
 	return 0;
 }
 
-/*
- * "kmsg PATTERN": the kernel log records whose text holds PATTERN, as
- * "line=US TEXT" replies (US: microseconds since boot).  For what the kernel logs below the console's level.
- */
-static int cmd_kmsg(const char *args)
-{
-	char rec[2048], *text, *ts;
-	int fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK);
-	ssize_t n;
-
-	if (fd < 0)
-		return -errno;
-	while ((n = read(fd, rec, sizeof(rec) - 1)) > 0 || (n < 0 && errno == EPIPE)) {
-		if (n <= 0)
-			continue; /* a record overwritten while we read: go on */
-		rec[n] = '\0';
-		text = strchr(rec, ';');
-		ts = strchr(rec, ',') ? strchr(strchr(rec, ',') + 1, ',') : NULL;
-		if (text && ts && strstr(++text, args))
-			reply("line=%lld %.*s", atoll(ts + 1), (int)strcspn(text, "\n"), text);
-	}
-	close(fd);
-	return 0;
-}
-
 static int cmd_reseed(const char *args)
 {
 	(void)args;
@@ -539,7 +514,6 @@ static const struct command {
 	{ "ping", cmd_ping },
 	{ "info", cmd_info },
 	{ "reseed", cmd_reseed },
-	{ "kmsg", cmd_kmsg },
 	{ "credit", cmd_credit },
 	{ "record", cmd_record },
 	{ "bench", cmd_bench },
