@@ -213,6 +213,13 @@ static int judge_common(struct row *r)
 	return 0;
 }
 
+static const char *key_str(const struct row *r, const char *key)
+{
+	const char *s = str(r->json, key);
+
+	return s ? s : "?";
+}
+
 /*
  * A recording vouches for itself only through its reference and control,
  * both restored with the original's GUID: neither may see a new one, the
@@ -229,6 +236,18 @@ static int rng_blind(struct row *r)
 		return error_row(r, "the reference saw a new GUID: it cannot stand for the snapshot");
 	if (flag(r->control, "guid_changed"))
 		return error_row(r, "the control saw a new GUID: the recording cannot tell a fork (blind detector)");
+	/*
+	 * In CRNG_EMPTY every read extracts from the input pool with the cycle
+	 * counter, so a control diverges as much as a clone: nothing is shared,
+	 * and nothing can be shown to be.  Said so, neither pass nor error.
+	 */
+	if (!flag(r->control, "identical") && !strcmp(key_str(r, "crng"), "empty")) {
+		r->verdict = "no shared state";
+		snprintf(r->why, sizeof(r->why),
+			 "the control diverged too (%lld fresh records): in CRNG_EMPTY every read draws on the pool",
+			 r->control_fresh);
+		return 1;
+	}
 	if (!flag(r->control, "identical"))
 		return error_row(r, "control: %lld fresh records on stream %lld, more than its bound of %lld: "
 				 "the recording cannot tell a fork (blind detector)",
@@ -334,19 +353,15 @@ static void judge(struct row *r)
 
 /* ---- Markdown ------------------------------------------------------------ */
 
-static const char *key_str(const struct row *r, const char *key)
-{
-	const char *s = str(r->json, key);
-
-	return s ? s : "?";
-}
 
 static void md_rng_row(const struct row *r)
 {
 	char records[64], bytes[64], us[64];
 	int n = r->clones ? (int)json_object_array_length(r->clones) : 0;
 
-	printf("| %s | %lld | %s | ", key_str(r, "method"), num(r->json, "vcpus"), r->shape ? r->shape : "");
+	printf("| %s | %lld | %s%s%s%s | ", key_str(r, "method"), num(r->json, "vcpus"),
+	       r->shape ? r->shape : "", str(r->json, "crng") ? " (crng " : "",
+	       str(r->json, "crng") ? str(r->json, "crng") : "", str(r->json, "crng") ? ")" : "");
 	if (!strcmp(r->verdict, "error") && !r->clones) {
 		printf(" |  |  |  |  |  |  |  | error: %s |\n", r->why);
 		return;
