@@ -147,7 +147,10 @@ rng_collect() {
 
 recording_complete() {
 	local status
-	status=$(guest_call "$1" record status) ||
-		die "$1: no recording status after the restore (QEMU: $(guest_state "$1"))"
+	if ! status=$(guest_call "$1" record status 2>&1); then
+		[ -z "$(agent_field error <<<"$status")" ] ||
+			die "$1: the recorder failed: $(agent_field error <<<"$status")"
+		die "$1: no recording status after the restore (QEMU: $(guest_state "$1"); $status)"
+	fi
 	[ "$(agent_field complete <<<"$status")" = 1 ]
 }
