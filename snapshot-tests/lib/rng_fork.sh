@@ -22,7 +22,8 @@
 # (136 bits credited: CRNG_EARLY, whose output comes from one key alone).
 
 FORK_BLOCKS=${FORK_BLOCKS:-60000}
-PREINIT_APPEND="forksafe.crng=nowait random.trust_cpu=off random.trust_bootloader=off"
+# PREINIT_EXTRA (environment): more of the command line for such guests.
+PREINIT_APPEND="forksafe.crng=nowait random.trust_cpu=off random.trust_bootloader=off${PREINIT_EXTRA:+ $PREINIT_EXTRA}"
 EARLY_BITS=136
 
 # The records per stream a SHAPE records after the snapshot.
