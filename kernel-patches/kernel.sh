@@ -29,6 +29,46 @@ die() { echo "kernel: $*" >&2; exit 1; }
 log() { echo "kernel: $*" >&2; }
 git_id() { git -c user.name=forksafe -c user.email=forksafe@localhost "$@"; }
 
+# ---- progress ------------------------------------------------------------------
+# A step of minutes must not look like a hang.  Each phase says so in one
+# line; while one runs, a line every PROGRESS_EVERY seconds (10 on a
+# terminal, 50 otherwise, so a log is never silent for a minute) gives the
+# kbuild steps done out of those of the last full build (about 1,800 for
+# these configs the first time) and the time so far.  V=1 shows make's own
+# output instead.
+PROGRESS_EVERY=${PROGRESS_EVERY:-50}
+[ ! -t 2 ] || PROGRESS_EVERY=10
+FULL_BUILD_STEPS=1800
+
+elapsed() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
+
+# with_progress LABEL LOG CMD...: run CMD, its output to LOG, and report how
+# far it got while it runs.  The ticker stops with this shell, however it ends.
+with_progress() {
+	local label=$1 logfile=$2 ticker rc=0 start=$SECONDS total
+	shift 2
+	if [ "${V:-0}" = 1 ]; then
+		"$@" 2>&1 | tee "$logfile" >&2
+		return "${PIPESTATUS[0]}"
+	fi
+	total=$(cat "$cache/full-build-steps" 2>/dev/null || echo "$FULL_BUILD_STEPS")
+	(
+		while sleep "$PROGRESS_EVERY" && kill -0 "$$" 2>/dev/null; do
+			log "$label: $(grep -c '^  [A-Z]' "$logfile" 2>/dev/null || true) of about $total steps, $(elapsed $((SECONDS - start)))"
+		done
+	) &
+	ticker=$!
+	"$@" >"$logfile" 2>&1 || rc=$?
+	kill "$ticker" 2>/dev/null || true
+	wait "$ticker" 2>/dev/null || true
+	if [ "$rc" = 0 ]; then
+		log "$label: done in $(elapsed $((SECONDS - start)))"
+	else
+		log "$label: failed after $(elapsed $((SECONDS - start)))"
+	fi
+	return "$rc"
+}
+
 # The fragments and patches that make up a variant.
 fragments() {
 	echo "$here/forksafe.config"
@@ -75,10 +115,11 @@ input_hash() {
 # ---- the pristine source, extracted once -------------------------------------
 ensure_base() {
 	[ -f "$base/.git/forksafe-ready" ] && return 0
-	log "extracting $tarball (once) into $base"
 	rm -rf "$base"
 	mkdir -p "$base"
+	log "extracting $tarball (once, about a minute) into $base"
 	tar -xJf "$tarball" -C "$base" --strip-components=1
+	log "recording the source in git (once)"
 	git -C "$base" init -q
 	git -C "$base" add -f -A
 	git_id -C "$base" commit -q -m "Debian linux-source-6.1 $(source_version)"
@@ -158,6 +199,13 @@ configure() {
 	fi
 }
 
+# A build from scratch tells later ones how many steps to expect.
+full_build_steps() {
+	local n
+	n=$(grep -c '^  [A-Z]' "$1" || true)
+	[ "$n" -lt 1000 ] || echo "$n" >"$cache/full-build-steps"
+}
+
 build() {
 	local v=$1 key dest dir
 	case "$v" in patched | stock | kunit | debug | patched-bench | stock-bench | mutant-*) ;;
@@ -171,12 +219,16 @@ build() {
 	else
 		case "$v" in mutant-*) dir=$cache/work/mutant ;; *) dir=$cache/work/$v ;; esac
 		log "$v: building in $dir (inputs $key)"
+		log "$v: applying the patches"
 		prepare_tree "$v" "$dir"
+		log "$v: configuring (tinyconfig and the fragments)"
 		configure "$v" "$dir"
-		if ! make -C "$dir" -j"$jobs" ARCH=x86_64 bzImage >"$dir/build.log" 2>&1; then
+		if ! with_progress "$v: compiling" "$dir/build.log" \
+			make -C "$dir" -j"$jobs" ARCH=x86_64 bzImage; then
 			tail -n 20 "$dir/build.log" >&2
 			die "$v: build failed, log in $dir/build.log"
 		fi
+		full_build_steps "$dir/build.log"
 		mkdir -p "$dest.tmp"
 		cp "$dir/arch/x86/boot/bzImage" "$dir/.config" "$dest.tmp/"
 		git -C "$dir" log --oneline forksafe-base..HEAD >"$dest.tmp/patches"
