@@ -1,11 +1,23 @@
 # forksafe: VM-fork safety for the Linux RNG and WireGuard, proven in QEMU.
 #
-#   make demo       the fork matrix for both kernels (the main job)
-#   make check      build everything and run snapshot-tests/ (KTAP)
-#   make deps       install what the suite needs from Debian's packages
-#   make kernel / kernel-stock / kernel-kunit / kernel-debug / kernel-tree / refresh-patches
-#   make guest      static init + agent, packed into an initramfs
-#   make tools      the host-side C tools (QMP client, agent client, analyzers)
+# Operators:
+#   make demo         the fork matrix, stock and patched kernels (results/)
+#                     METHODS="migrate-file ..." VCPUS="1 2" CLONES=4
+#   make bench-rng    what the series buys and costs for the RNG
+#   make bench-wg     the same for WireGuard
+#   make check        build everything and run snapshot-tests/ (KTAP)
+#                     TESTS="boot_vmgenid ..." a subset
+# Developers:
+#   make mutants      every mutation of the series must be caught by a test
+#   make fuzz         the parsers under libFuzzer, FUZZ_SECONDS=20 each
+#   make kernel-tree  the series applied in a git tree to edit; then
+#   make refresh-patches   rewrite kernel-patches/ from it (checkpatch: make checkpatch)
+#   make kernel kernel-stock kernel-kunit kernel-debug kernel-bench   build (cached)
+#   make guest tools  the initramfs, the host tools;  make deps  Debian packages
+# Knobs for all: KERNEL=/path/bzImage (measure that kernel alone), QEMU=,
+#   ACCEL=tcg|kvm (skip the KVM probe), KEEP_RUN_DIR=1 (keep guest logs),
+#   RESULTS=DIR, V=1 (full kernel build output), FORKSAFE_CACHE=DIR.
+# Each driver explains its options: snapshot-tests/drivers/NAME.sh --help.
 
 BUILD ?= $(CURDIR)/build
 export FORKSAFE_BUILD := $(BUILD)
@@ -22,10 +34,14 @@ DEBS := linux-source-6.1 bc bison flex libelf-dev libssl-dev cpio xz-utils file 
 	libvirt-daemon-system libvirt-clients libvirt-dev \
 	libjson-c-dev libpcap-dev jq shellcheck python3-ply python3-git
 
-.PHONY: all deps kernel kernel-stock kernel-kunit kernel-debug kernel-bench kernel-tree refresh-patches \
+.PHONY: all help deps kernel kernel-stock kernel-kunit kernel-debug kernel-bench kernel-tree refresh-patches \
 	checkpatch guest tools corpus check demo bench-rng bench-wg mutants fuzz clean
 
 all: kernel kernel-stock guest tools
+
+# This file's opening comment, which is the list of targets and knobs.
+help:
+	@sed -n '1,/^$$/s/^# \{0,1\}//p' Makefile
 
 # Idempotent: asks dpkg first and runs apt-get only for what is missing.
 deps:

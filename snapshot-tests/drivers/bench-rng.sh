@@ -23,12 +23,12 @@ set -euo pipefail
 . "$(dirname "$0")/../lib/measure.sh"
 . "$(dirname "$0")/../lib/opts.sh"
 . "$(dirname "$0")/../lib/stats.sh"
-qemu_setup
 
 nclones=20 rounds=5 ms=3000 vcpus_list="1 2" exposure=1
 out=${RESULTS:-$FORKSAFE_ROOT/results}
 opts_parse bench-rng --clones=nclones --rounds=rounds --ms=ms --vcpus=vcpus_list --out=out \
 	--no-exposure=exposure=0 -- "$@"
+qemu_setup
 opts_counts bench-rng "--clones, --rounds and --ms" "$nclones" "$rounds" "$ms"
 # shellcheck disable=SC2086 # a list of words
 opts_counts bench-rng --vcpus $vcpus_list

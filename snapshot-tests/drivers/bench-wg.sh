@@ -18,11 +18,11 @@ set -euo pipefail
 . "$(dirname "$0")/../lib/measure.sh"
 . "$(dirname "$0")/../lib/opts.sh"
 . "$(dirname "$0")/../lib/stats.sh"
-qemu_setup
 
 nclones=20 rounds=5 ms=3000
 out=${RESULTS:-$FORKSAFE_ROOT/results}
 opts_parse bench-wg --clones=nclones --rounds=rounds --ms=ms --out=out -- "$@"
+qemu_setup
 opts_counts bench-wg "--clones, --rounds and --ms" "$nclones" "$rounds" "$ms"
 require_kernels bench-wg stock patched
 mkdir -p "$out/bench-wg"

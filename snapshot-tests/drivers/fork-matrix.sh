@@ -21,7 +21,6 @@
 set -euo pipefail
 . "$(dirname "$0")/../lib/measure.sh"
 . "$(dirname "$0")/../lib/opts.sh"
-qemu_setup
 
 kernels=$(test_kernels)
 methods=$SNAP_METHODS
@@ -31,6 +30,7 @@ shapes="getrandom-16MiB urandom-1MiB exec insecure-16/empty insecure-16/early"
 out=${RESULTS:-$FORKSAFE_ROOT/results}
 opts_parse fork-matrix --kernels=kernels --methods=methods --vcpus=vcpus_list \
 	--clones=nclones --shapes=shapes --out=out -- "$@"
+qemu_setup
 for m in $methods; do snap_known "$m" || die "fork-matrix: unknown method '$m' (known: $SNAP_METHODS)"; done
 # shellcheck disable=SC2086 # lists of words
 opts_counts fork-matrix --vcpus $vcpus_list

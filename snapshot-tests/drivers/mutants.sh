@@ -24,11 +24,11 @@
 set -euo pipefail
 . "$(dirname "$0")/../lib/measure.sh"
 . "$(dirname "$0")/../lib/opts.sh"
-qemu_setup
 
 out=${RESULTS:-$FORKSAFE_ROOT/results}
 mutants=""
 opts_parse mutants --mutants=mutants --out=out -- "$@"
+qemu_setup
 dir=$FORKSAFE_ROOT/kernel-patches/mutants
 if [ -z "$mutants" ]; then
 	mutants=$(find "$dir" -name '*.patch' -printf '%f\n' | sed 's/\.patch$//' | sort | tr '\n' ' ')

@@ -7,7 +7,8 @@
 # Each SPEC is "--name=VAR" for an option that takes a value, stored in
 # the (global) variable VAR, or "--name=VAR=VALUE" for a flag that sets
 # VAR to VALUE.  An unknown option or a missing value ends the driver with
-# one line naming it.
+# one line naming it.  --help prints the driver's opening comment (the
+# script's one description of itself) and exits.
 
 opts_parse() {
 	local prog=$1 arg spec name rest matched
@@ -18,6 +19,7 @@ opts_parse() {
 	while [ $# -gt 0 ]; do
 		arg=$1 matched=""
 		shift
+		[ "$arg" != --help ] || { opts_help; exit 0; }
 		for spec in "${specs[@]}"; do
 			name=${spec%%=*} rest=${spec#*=}
 			[ "$arg" = "$name" ] || continue
@@ -33,6 +35,9 @@ opts_parse() {
 		[ -n "$matched" ] || die "$prog: unknown option '$arg'"
 	done
 }
+
+# The comment block under the script's #! line.
+opts_help() { sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; }
 
 # opts_counts PROG WHAT VALUE...: every VALUE is a whole number >= 1.
 opts_counts() {
