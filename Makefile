@@ -108,7 +108,7 @@ $(BUILD)/wg-detect: $(AN)/wg-detect.c $(AN)/wgpcap.c $(AN)/wgpcap.h $(TOOL_SRC) 
 	$(HOST) -o $@ $(filter %.c,$^) -lpcap -ljson-c
 
 $(BUILD)/fork-report: $(AN)/fork-report.c $(AN)/shape.h guest/protocol.h $(TOOL_SRC) | $(BUILD)
-	$(HOST) -o $@ $(filter %.c,$^) -ljson-c
+	$(HOST) -o $@ $(filter %.c,$^) -ljson-c -lm
 
 $(BUILD)/pcap-synth: $(AN)/pcap-synth.c $(AN)/wgpcap.h $(TOOL_SRC) | $(BUILD)
 	$(HOST) -o $@ $(filter %.c,$^)

@@ -74,6 +74,33 @@ wg_case() {
 	check "$name" "$dir/expect" "$out/answers.json"
 }
 
+# One summary case: rows made of the RNG cases' results, as CASE/rows
+# names them, judged together by fork-report -f summary; CASE/expect has
+# the lines it must print, in order.
+summary_case() {
+	local dir=$1 name out kernel case i=0 line
+	local -a rows=() want=()
+	name=summary/$(basename "$dir")
+	out=$work/$name
+	mkdir -p "$out"
+	while read -r kernel case; do
+		case "$kernel" in '' | '#'*) continue ;; esac
+		rows+=("$out/$i.json")
+		jq -c --arg k "$kernel" '{kind: "rng", kernel: $k, method: "cell", vcpus: 1, result: .}' \
+			"$work/rng/$case/result.json" >"${rows[-1]}"
+		i=$((i + 1))
+	done <"$dir/rows"
+	"$BUILD/fork-report" -f summary "${rows[@]}" >"$out/summary"
+	mapfile -t want < <(grep -v '^#' "$dir/expect")
+	i=0
+	while IFS= read -r line; do
+		t_eq "$name: line $((i + 1))" "$line" "${want[$i]:-(no more lines expected)}"
+		i=$((i + 1))
+	done <"$out/summary"
+	t_eq "$name: lines" "$i" "${#want[@]}"
+}
+
 for dir in "$kat"/rng/*/; do rng_case "${dir%/}"; done
 for dir in "$kat"/wg/*/; do wg_case "${dir%/}"; done
+for dir in "$kat"/summary/*/; do summary_case "${dir%/}"; done
 t_done

@@ -2,7 +2,7 @@
 /*
  * fork-report: the one place that turns measured rows into verdicts.
  *
- *   fork-report [-f md|json|verdicts] ROW.json...
+ *   fork-report [-f md|json|verdicts|summary] ROW.json...
  *
  * A row is what snapshot-tests/lib/rows.sh wrote for one measurement: its
  * keys ("kind" and, for "rng", "kernel", "method", "vcpus"; for "wg",
@@ -35,9 +35,11 @@
  * -f md (the default) prints Markdown tables, RNG rows grouped by kernel,
  * then the WireGuard rows; -f json the rows with "verdict" and "why"
  * added, as one array; -f verdicts one JSON object per line and row, the
- * verdict and the figures tests assert on, by name.  Exit 0, or 2 with one
+ * verdict and the figures tests assert on, by name; -f summary one line
+ * per kernel and kind of row, the verdict an operator reads first.  Exit 0, or 2 with one
  * line on bad usage or a row that is not a JSON object.
  */
+#include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -435,6 +437,231 @@ static void md_wg(const struct row *rows, int n)
 	}
 }
 
+/* ---- one verdict per kernel ------------------------------------------------ */
+
+/*
+ * What an operator reads first: per kernel, one sentence for the RNG rows
+ * and one for the WireGuard rows.  A kernel is "not fork-safe" if any row
+ * shows a window, and the sentence names the worst clone (its bytes, its
+ * µs, its method).  "fork-safe" rests on a number of clones, and a window
+ * is a race that some clones win: so it also says how likely it is that a
+ * kernel as exposed as the others of this run (those with a window in the
+ * same rows, normally stock) would have shown none in that many clones.
+ * Each such clone escapes with probability q = (escaped + 1) / (clones + 2)
+ * (Laplace's rule, never 0 or 1 from a finite sample); the chance that
+ * every clone of the fork-safe rows escapes is the product of q per clone.
+ */
+
+static int same_cell(const struct row *a, const struct row *b)
+{
+	const char *keys[] = { "method", "shape", "crng" };
+	size_t i;
+
+	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		if (strcmp(key_str(a, keys[i]), key_str(b, keys[i])))
+			return 0;
+	return num(a->json, "vcpus") == num(b->json, "vcpus") &&
+	       !strcmp(a->shape ? a->shape : "", b->shape ? b->shape : "");
+}
+
+/* Clones of R that saw a new GUID, and how many of them shared nothing. */
+static int clones_escaped(const struct row *r, int *escaped)
+{
+	size_t i, len = r->clones ? json_object_array_length(r->clones) : 0;
+	int n = 0;
+
+	*escaped = 0;
+	for (i = 0; i < len; i++) {
+		struct json_object *c = json_object_array_get_idx(r->clones, i);
+
+		if (!flag(c, "guid_changed"))
+			continue;
+		n++;
+		*escaped += num(c, "exposure_records") <= r->allowance &&
+			    num(c, "cross_clone_records") <= r->allowance;
+	}
+	return n;
+}
+
+/* The chance that rows like R of the exposed kernels shed no window in N clones; -1 if none. */
+static double unseen_in(const struct row *rows, int nrows, const struct row *r, int n)
+{
+	int i, esc, e = 0, total = 0;
+
+	for (i = 0; i < nrows; i++) {
+		if (&rows[i] == r || strcmp(rows[i].kind, "rng") || strcmp(rows[i].verdict, "exposure window") ||
+		    !same_cell(&rows[i], r))
+			continue;
+		total += clones_escaped(&rows[i], &esc);
+		e += esc;
+	}
+	if (!total)
+		return -1;
+	return pow((e + 1.0) / (total + 2.0), n);
+}
+
+static const char *fmt_bytes(char *buf, size_t len, long long b)
+{
+	if (b >= 1000000)
+		snprintf(buf, len, "%.1f MB", b / 1e6);
+	else if (b >= 1000)
+		snprintf(buf, len, "%.1f KB", b / 1e3);
+	else
+		snprintf(buf, len, "%lld bytes", b);
+	return buf;
+}
+
+static const char *plural(int n, const char *one, const char *many)
+{
+	return n == 1 ? one : many;
+}
+
+static const char *fmt_us(char *buf, size_t len, long long us)
+{
+	if (us >= 1000)
+		snprintf(buf, len, "%.1f ms", us / 1e3);
+	else
+		snprintf(buf, len, "%lld µs", us);
+	return buf;
+}
+
+static void summary_rng(const struct row *rows, int n, const char *kernel)
+{
+	int i, nrows = 0, safe_rows = 0, safe_clones = 0, exposed = 0, clones = 0, errors = 0, nosignal = 0;
+	int esc, c, estimated = 1;
+	long long worst_b = -1, worst_us = 0;
+	const char *worst_method = "", *nosignal_method = "";
+	double p = 1, q;
+	char b[32], t[32];
+	size_t k;
+
+	for (i = 0; i < n; i++) {
+		const struct row *r = &rows[i];
+
+		if (strcmp(r->kind, "rng") || strcmp(r->kernel, kernel))
+			continue;
+		nrows++;
+		if (!strcmp(r->verdict, "error")) {
+			errors++;
+			continue;
+		}
+		if (!strcmp(r->verdict, "no fork signal") || !strcmp(r->verdict, "partial fork signal")) {
+			nosignal++;
+			nosignal_method = key_str(r, "method");
+			continue;
+		}
+		c = clones_escaped(r, &esc);
+		clones += c;
+		exposed += c - esc;
+		if (!strcmp(r->verdict, "fork-safe")) {
+			safe_rows++;
+			safe_clones += c;
+			q = unseen_in(rows, n, r, c);
+			if (q < 0)
+				estimated = 0;
+			else
+				p *= q;
+		}
+		for (k = 0; r->clones && k < json_object_array_length(r->clones); k++) {
+			struct json_object *cl = json_object_array_get_idx(r->clones, k);
+
+			if (flag(cl, "guid_changed") && num(cl, "exposure_bytes") > worst_b) {
+				worst_b = num(cl, "exposure_bytes");
+				worst_us = num(cl, "exposure_us");
+				worst_method = key_str(r, "method");
+			}
+		}
+	}
+	if (!nrows)
+		return;
+	printf("%s: RNG: ", kernel);
+	if (exposed)
+		printf("not fork-safe: clones restored by %s shared up to %s of RNG output for up to %s "
+		       "after the restore (exposure in %d of %d clones)",
+		       worst_method, fmt_bytes(b, sizeof(b), worst_b), fmt_us(t, sizeof(t), worst_us), exposed, clones);
+	else if (safe_rows && estimated)
+		printf("fork-safe: nothing shared after the GUID changed in %d %s of %d %s; a window like the "
+		       "exposed kernels' in this run would have gone unseen in all of them with probability %.1g",
+		       safe_clones, plural(safe_clones, "clone", "clones"), safe_rows,
+		       plural(safe_rows, "row", "rows"), p);
+	else if (safe_rows)
+		printf("fork-safe: nothing shared after the GUID changed in %d %s of %d %s; how likely a window "
+		       "went unseen is not estimated (no kernel with a window in the same rows of this run)",
+		       safe_clones, plural(safe_clones, "clone", "clones"), safe_rows,
+		       plural(safe_rows, "row", "rows"));
+	else if (nosignal)
+		printf("no fork signal: not every clone saw a new GUID");
+	else
+		printf("not measured");
+	if (nosignal && (exposed || safe_rows))
+		printf("; no fork signal in %d %s (%s: no guest can tell)", nosignal, plural(nosignal, "row", "rows"),
+		       nosignal_method);
+	if (errors)
+		printf("; %d of %d %s not measured (errors)", errors, nrows, plural(nrows, "row", "rows"));
+	printf("\n");
+}
+
+static void summary_wg(const struct row *rows, int n, const char *kernel)
+{
+	int i, nrows = 0, safe = 0, errors = 0, clones = 0;
+	long long prefork = 0, reuse = 0;
+	const char *unrekeyed = NULL;
+
+	for (i = 0; i < n; i++) {
+		const struct row *r = &rows[i];
+
+		if (strcmp(r->kind, "wg") || strcmp(r->kernel, kernel))
+			continue;
+		nrows++;
+		if (!strcmp(r->verdict, "error")) {
+			errors++;
+			continue;
+		}
+		clones += (int)json_object_array_length(r->clones);
+		prefork += r->prefork;
+		reuse += r->reuse;
+		safe += !strcmp(r->verdict, "safe");
+		if (!strcmp(r->verdict, "not rekeyed"))
+			unrekeyed = key_str(r, "traffic");
+	}
+	if (!nrows)
+		return;
+	printf("%s: WireGuard: ", kernel);
+	if (prefork || reuse)
+		printf("exposed: %lld packets under pre-fork keys and %lld (key, nonce) pairs reused between clones",
+		       prefork, reuse);
+	else if (safe && safe == nrows - errors)
+		printf("safe: no packet under a pre-fork key, no nonce reused, every clone rekeyed");
+	else if (nrows > errors)
+		printf("not exposed");
+	else
+		printf("not measured");
+	if (unrekeyed)
+		printf("; a %s tunnel did not rekey", unrekeyed);
+	if (nrows > errors)
+		printf(" (%d clones, %d rows)", clones, nrows - errors);
+	if (errors)
+		printf("; %d of %d rows not measured (errors)", errors, nrows);
+	printf("\n");
+}
+
+static void summary(const struct row *rows, int n)
+{
+	const char *kernels[64];
+	int nk = 0, i, k;
+
+	for (i = 0; i < n; i++) {
+		for (k = 0; k < nk && strcmp(kernels[k], rows[i].kernel); k++)
+			;
+		if (k == nk && nk < 64)
+			kernels[nk++] = rows[i].kernel;
+	}
+	for (k = 0; k < nk; k++) {
+		summary_rng(rows, n, kernels[k]);
+		summary_wg(rows, n, kernels[k]);
+	}
+}
+
 /* ---- verdict lines ------------------------------------------------------- */
 
 static void add_int(struct json_object *o, const char *key, long long v)
@@ -493,11 +720,12 @@ int main(int argc, char **argv)
 
 	while ((opt = getopt(argc, argv, "f:")) != -1) {
 		if (opt != 'f')
-			fail("usage: fork-report [-f md|json|verdicts] ROW.json...");
+			fail("usage: fork-report [-f md|json|verdicts|summary] ROW.json...");
 		format = optarg;
 	}
-	if (strcmp(format, "md") && strcmp(format, "json") && strcmp(format, "verdicts"))
-		fail("-f wants md, json or verdicts, not '%s'", format);
+	if (strcmp(format, "md") && strcmp(format, "json") && strcmp(format, "verdicts") &&
+	    strcmp(format, "summary"))
+		fail("-f wants md, json, verdicts or summary, not '%s'", format);
 	n = argc - optind;
 	if (n < 1)
 		fail("no rows given");
@@ -508,7 +736,9 @@ int main(int argc, char **argv)
 			fail("%s is not a JSON object", argv[optind + i]);
 		judge(&rows[i]);
 	}
-	if (!strcmp(format, "md")) {
+	if (!strcmp(format, "summary")) {
+		summary(rows, n);
+	} else if (!strcmp(format, "md")) {
 		md_rng(rows, n);
 		md_wg(rows, n);
 	} else if (!strcmp(format, "verdicts")) {

@@ -17,7 +17,9 @@
 # KERNEL=/path/bzImage measures that kernel alone.  Progress goes to
 # stderr; the tables to stdout and DIR/matrix.md, the rows with their
 # verdicts to DIR/matrix.json.  A row that fails is an error row with its
-# reason, and the others still run.
+# reason, and the others still run.  The run ends with one verdict line per
+# kernel for the RNG and for WireGuard (fork-report -f summary), also at
+# the top of DIR/matrix.md and in DIR/verdicts.txt.
 set -euo pipefail
 . "$(dirname "$0")/../lib/measure.sh"
 . "$(dirname "$0")/../lib/opts.sh"
@@ -52,7 +54,12 @@ ROWS=()
 # shellcheck disable=SC2086 # a list of words
 wg_rows "$out/rows" "$nclones" $kernels
 wg=("${ROWS[@]}")
+"$BUILD/fork-report" -f summary "${rng[@]}" "${wg[@]}" >"$out/verdicts.txt"
 {
+	echo "## Verdicts"
+	echo
+	sed 's/^/- /' "$out/verdicts.txt"
+	echo
 	echo "## Fork matrix"
 	echo
 	echo "Exposure: blocks of 16 bytes (and guest µs) that a clone produced from the pre-fork state after its GUID had changed, min/median/max over the clones that saw a new GUID. Shared: the fewest blocks any clone produced after the snapshot point that equal the reference clone's (with no fork signal, the whole window)."
@@ -68,3 +75,5 @@ cat "$out/matrix.md"
 "$BUILD/fork-report" -f json "${rng[@]}" "${wg[@]}" >"$out/matrix.json.tmp"
 mv "$out/matrix.json.tmp" "$out/matrix.json"
 echo "fork-matrix: results in $out/matrix.md and $out/matrix.json" >&2
+echo
+cat "$out/verdicts.txt"
