@@ -637,7 +637,7 @@ static void summary_wg(const struct row *rows, int n, const char *kernel)
 	else
 		printf("not measured");
 	if (unrekeyed)
-		printf("; a %s tunnel did not rekey", unrekeyed);
+		printf("; the %s tunnel did not rekey", unrekeyed);
 	if (nrows > errors)
 		printf(" (%d clones, %d rows)", clones, nrows - errors);
 	if (errors)
