@@ -44,7 +44,10 @@ check_kunit() {
 	if KERNEL=$(kernel_path "$1") bash "$FORKSAFE_ROOT/snapshot-tests/kunit_vmfork.sh" >"$log" 2>&1; then
 		return 0
 	fi
-	grep -m 3 '^not ok' "$log" | sed 's/^not ok [0-9]* //' | paste -sd ';' -
+	# The failing KUnit cases by name, else the scenario's first failure.
+	awk '/^not ok/ { sub(/^not ok [0-9]+ /, ""); if (!first) first = $0
+		if (sub(/^kunit: [a-z_]+: /, "") && $0 !~ / passed$/) cases = cases (cases ? ", " : "") $0 }
+		END { print cases ? cases : first }' "$log"
 	return 1
 }
 
@@ -72,8 +75,8 @@ check_wireguard() {
 	for traffic in stream idle; do
 		row=$RUN_DIR/wg-$1-$traffic.json
 		wg_row "$1" "$traffic" 2 "$row" 2>/dev/null || true
-		verdict=$("$BUILD/fork-report" -f verdicts "$row" | jq -r '"\(.verdict) \(.why)"')
-		[ "${verdict%% *}" = safe ] || { echo "tunnel $traffic: $verdict"; return 1; }
+		verdict=$("$BUILD/fork-report" -f verdicts "$row" | jq -r '"\(.verdict)\(if .why == "" then "" else ": " + .why end)"')
+		[ "$verdict" = safe ] || { echo "tunnel $traffic: $verdict"; return 1; }
 	done
 }
 
