@@ -131,15 +131,41 @@ ensure_base() {
 	touch "$base/.git/forksafe-ready"
 }
 
+# The series as a commit on forksafe-base.  Applying patches rewrites every
+# file they touch, so it happens in a scratch worktree of its own (one at a
+# time, under a lock), never in a build tree.
+series_commit() {
+	local scratch=$cache/work/.series p lock
+	exec {lock}>"$cache/work/.series.lock"
+	flock "$lock"
+	if [ ! -e "$scratch/.git" ]; then
+		rm -rf "$scratch"
+		git -C "$base" worktree prune
+		git -C "$base" worktree add -q --detach "$scratch" forksafe-base
+	fi
+	git -C "$scratch" am --abort >/dev/null 2>&1 || true
+	git -C "$scratch" reset -q --hard forksafe-base
+	for p in "$@"; do
+		if ! git_id -C "$scratch" am -q --committer-date-is-author-date "$p" >/dev/null 2>&1; then
+			git -C "$scratch" am --abort >/dev/null 2>&1 || true
+			die "patch kernel-patches/${p#"$here"/} does not apply to linux-source-6.1 $(source_version)"
+		fi
+	done
+	git -C "$scratch" rev-parse HEAD
+	exec {lock}>&-
+}
+
 # A worktree at forksafe-base with the variant's patches applied on top.
-# Files the patches do not touch keep their mtimes, so make stays
-# incremental; a tree that already carries exactly these patches is left
-# alone (re-applying them would touch include/linux/random.h, which half
-# the kernel includes).
+# It moves to the series' commit with git checkout, which rewrites only the
+# files that differ, so make stays incremental: a reworded commit message
+# recompiles nothing, a changed patch only what it changes (re-applying the
+# series in place would touch include/linux/random.h, which half the
+# kernel includes).
 prepare_tree() {
-	local v=$1 dir=$2 p applied mutant=""
+	local v=$1 dir=$2 p applied commit mutant=""
 	local -a committed=()
 	ensure_base
+	mkdir -p "$cache/work"
 	if [ ! -e "$dir/.git" ]; then
 		rm -rf "$dir"
 		git -C "$base" worktree prune
@@ -153,14 +179,11 @@ prepare_tree() {
 	applied=$(cat "${committed[@]}" /dev/null | sha256sum | cut -c1-16)
 	if [ "$(cat "$dir/.forksafe-applied" 2>/dev/null)" != "$applied" ]; then
 		rm -f "$dir/.forksafe-applied"
+		commit=$(series_commit "${committed[@]}")
 		git -C "$dir" am --abort >/dev/null 2>&1 || true
-		git -C "$dir" reset -q --hard forksafe-base
-		for p in "${committed[@]}"; do
-			if ! git_id -C "$dir" am -q --committer-date-is-author-date "$p" >/dev/null 2>&1; then
-				git -C "$dir" am --abort >/dev/null 2>&1 || true
-				die "patch kernel-patches/${p#"$here"/} does not apply to linux-source-6.1 $(source_version)"
-			fi
-		done
+		git -C "$dir" diff --quiet HEAD || git -C "$dir" checkout -q -- .
+		rm -f "$dir/.forksafe-mutant"
+		git -C "$dir" checkout -q --detach "$commit"
 		echo "$applied" >"$dir/.forksafe-applied"
 	fi
 	if [ "$(cat "$dir/.forksafe-mutant" 2>/dev/null)" != "$mutant" ] || [ -z "$mutant" ]; then
