@@ -155,7 +155,7 @@ done
 if [ -s "$RUN_DIR/reseeds" ]; then
 	{
 		echo
-		echo "crng reseeds from 10 s to 70 s of uptime, GUID never changing, 1 vCPU (stock must equal patched):"
+		echo "crng reseeds from 10 s to 70 s of uptime, GUID never changing, 1 vCPU (equal but for one reseed that falls on an edge of the window: the edges are read to the second, and the early reseeds come every uptime/2 s):"
 		echo
 		echo "| kernel | reseeds |"
 		echo "| --- | --- |"
