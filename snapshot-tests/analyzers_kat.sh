@@ -8,9 +8,11 @@
 # here and not only on the machine of someone reading a table.  No QEMU.
 set -euo pipefail
 . "$(dirname "$0")/lib/ktap.sh"
+. "$(dirname "$0")/lib/kat.sh"
 root=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${FORKSAFE_BUILD:-$root/build}
-kat=$root/snapshot-tests/analyzers/kat
+KAT=$root/snapshot-tests/analyzers/kat
+
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -33,15 +35,12 @@ check() {
 # One RNG case: its dumps made from CASE/records, rng-exposure's result
 # and fork-report's verdict on a row of it, as {result, verdict}.
 rng_case() {
-	local dir=$1 name out args
+	local dir=$1 name out
 	name=rng/$(basename "$dir")
 	out=$work/$name
-	mkdir -p "$out"
-	if ! awk -v out="$out" -f "$kat/mkdumps.awk" "$dir/records" >"$out/args" 2>"$out/errors" ||
-		! mapfile -t args <"$out/args" ||
-		! "$BUILD/rng-exposure" "${args[@]}" >"$out/result.json" 2>"$out/errors"; then
+	if ! kat_rng "$(basename "$dir")" "$out" 2>"$work/errors"; then
 		t_fail "$name: rng-exposure reads the case"
-		t_diag "$(tail -n 1 "$out/errors")"
+		t_diag "$(tail -n 1 "$work/errors")"
 		return
 	fi
 	jq -c --arg m "$(basename "$dir")" '{kind: "rng", kernel: "kat", method: $m, vcpus: 1, result: .}' \
@@ -51,23 +50,14 @@ rng_case() {
 	check "$name" "$dir/expect" "$out/answers.json"
 }
 
-# One WireGuard case: each CASE/*.frames made a capture by pcap-synth, all
-# of them read by one wg-detect (the VM on port 51820, its heartbeat to
-# port 9), as {detect}.
+# One WireGuard case: its captures read by wg-detect, as {detect}.
 wg_case() {
-	local dir=$1 name out f
-	local -a pcaps=()
+	local dir=$1 name out
 	name=wg/$(basename "$dir")
 	out=$work/$name
-	mkdir -p "$out"
-	for f in "$dir"/*.frames; do
-		pcaps+=("$out/$(basename "$f" .frames).pcap")
-		"$BUILD/pcap-synth" "$f" >"${pcaps[-1]}" 2>"$out/errors" || break
-	done
-	if [ -s "$out/errors" ] ||
-		! "$BUILD/wg-detect" -p 51820 -m 9 -j "$out/detect.json" "${pcaps[@]}" >/dev/null 2>"$out/errors"; then
+	if ! kat_wg "$(basename "$dir")" "$out" 2>"$work/errors"; then
 		t_fail "$name: wg-detect reads the case"
-		t_diag "$(tail -n 1 "$out/errors")"
+		t_diag "$(tail -n 1 "$work/errors")"
 		return
 	fi
 	jq '{detect: .}' "$out/detect.json" >"$out/answers.json"
@@ -100,7 +90,7 @@ summary_case() {
 	t_eq "$name: lines" "$i" "${#want[@]}"
 }
 
-for dir in "$kat"/rng/*/; do rng_case "${dir%/}"; done
-for dir in "$kat"/wg/*/; do wg_case "${dir%/}"; done
-for dir in "$kat"/summary/*/; do summary_case "${dir%/}"; done
+for dir in "$KAT"/rng/*/; do rng_case "${dir%/}"; done
+for dir in "$KAT"/wg/*/; do wg_case "${dir%/}"; done
+for dir in "$KAT"/summary/*/; do summary_case "${dir%/}"; done
 t_done

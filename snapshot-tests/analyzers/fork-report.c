@@ -2,7 +2,7 @@
 /*
  * fork-report: the one place that turns measured rows into verdicts.
  *
- *   fork-report [-f md|json|verdicts|summary] ROW.json...
+ *   fork-report [-f md|json|verdicts|summary|html] ROW.json...
  *
  * A row is what snapshot-tests/lib/rows.sh wrote for one measurement: its
  * keys ("kind" and, for "rng", "kernel", "method", "vcpus"; for "wg",
@@ -36,7 +36,8 @@
  * then the WireGuard rows; -f json the rows with "verdict" and "why"
  * added, as one array; -f verdicts one JSON object per line and row, the
  * verdict and the figures tests assert on, by name; -f summary one line
- * per kernel and kind of row, the verdict an operator reads first.  Exit 0, or 2 with one
+ * per kernel and kind of row, the verdict an operator reads first; -f html
+ * a self-contained page with those lines and a picture of each row.  Exit 0, or 2 with one
  * line on bad usage or a row that is not a JSON object.
  */
 #include <math.h>
@@ -662,6 +663,258 @@ static void summary(const struct row *rows, int n)
 	}
 }
 
+/* ---- the report as a page -------------------------------------------------- */
+
+/*
+ * -f html: one self-contained page (no script, no network) with the verdict
+ * lines, then a picture per row: for the RNG, each clone's output after its
+ * GUID changed as one lane per stream, a bin of guest time red where it
+ * shared records with the reference or another clone and grey where all
+ * was fresh, the kernels of one cell side by side on one time scale; for
+ * WireGuard, each clone on a time axis from the resume, red while it sent
+ * under the pre-fork key, then its initiation, handshake and first new data.
+ */
+#define SVG_W 520
+#define LANE_H 12
+#define LABEL_W 90
+
+static void html_text(const char *s)
+{
+	for (; s && *s; s++) {
+		if (*s == '<')
+			fputs("&lt;", stdout);
+		else if (*s == '>')
+			fputs("&gt;", stdout);
+		else if (*s == '&')
+			fputs("&amp;", stdout);
+		else
+			putchar(*s);
+	}
+}
+
+static void html_caption(const struct row *r)
+{
+	printf("<figcaption><b>");
+	html_text(r->kernel);
+	printf("</b>: ");
+	html_text(r->verdict);
+	if (*r->why) {
+		printf(" (");
+		html_text(r->why);
+		printf(")");
+	}
+	printf("</figcaption>\n");
+}
+
+static double timeline_span_us(const struct row *r)
+{
+	size_t i, j, len = r->clones ? json_object_array_length(r->clones) : 0;
+	double span = 0, s;
+
+	for (i = 0; i < len; i++) {
+		struct json_object *st = array(json_object_array_get_idx(r->clones, i), "streams");
+
+		for (j = 0; st && j < json_object_array_length(st); j++) {
+			struct json_object *tl = get(json_object_array_get_idx(st, j), "timeline");
+
+			s = json_object_get_double(get(tl, "bin_us")) * json_object_array_length(array(tl, "shared"));
+			if (s > span)
+				span = s;
+		}
+	}
+	return span;
+}
+
+static void svg_axis(int y, double span, const char *unit, double div)
+{
+	printf("<line x1='%d' y1='%d' x2='%d' y2='%d' stroke='#000'/>", LABEL_W, y, SVG_W, y);
+	printf("<text x='%d' y='%d' font-size='10'>0</text>", LABEL_W, y + 11);
+	printf("<text x='%d' y='%d' font-size='10' text-anchor='end'>%.0f %s</text>\n", SVG_W, y + 11,
+	       span / div, unit);
+}
+
+static void html_rng_row(const struct row *r, double span)
+{
+	size_t i, j, b, lanes = 0, len = r->clones ? json_object_array_length(r->clones) : 0;
+	double x, w, bin_us;
+	int y;
+
+	printf("<figure>");
+	html_caption(r);
+	if (!r->clones || span <= 0) {
+		printf("<p>no timeline</p></figure>\n");
+		return;
+	}
+	for (i = 0; i < len; i++)
+		lanes += json_object_array_length(array(json_object_array_get_idx(r->clones, i), "streams"));
+	printf("<svg xmlns='http://www.w3.org/2000/svg' width='%d' height='%zu'>\n", SVG_W, lanes * LANE_H + 16);
+	y = 0;
+	for (i = 0; i < len; i++) {
+		struct json_object *c = json_object_array_get_idx(r->clones, i);
+		struct json_object *st = array(c, "streams");
+
+		for (j = 0; st && j < json_object_array_length(st); j++, y += LANE_H) {
+			struct json_object *tl = get(json_object_array_get_idx(st, j), "timeline");
+			struct json_object *sh = array(tl, "shared"), *fr = array(tl, "fresh");
+
+			printf("<text x='0' y='%d' font-size='10'>", y + LANE_H - 2);
+			html_text(str(c, "name"));
+			printf(" #%zu</text>", j);
+			bin_us = json_object_get_double(get(tl, "bin_us"));
+			for (b = 0; sh && fr && b < json_object_array_length(sh); b++) {
+				long long nsh = json_object_get_int64(json_object_array_get_idx(sh, b));
+				long long nfr = json_object_get_int64(json_object_array_get_idx(fr, b));
+
+				if (!nsh && !nfr)
+					continue;
+				x = LABEL_W + (SVG_W - LABEL_W) * (b * bin_us) / span;
+				w = (SVG_W - LABEL_W) * bin_us / span;
+				printf("<rect x='%.1f' y='%d' width='%.1f' height='%d' fill='%s'/>", x, y + 1,
+				       w < 1 ? 1 : w, LANE_H - 2, nsh ? "#d62728" : "#bbbbbb");
+			}
+			printf("\n");
+		}
+	}
+	svg_axis(y + 2, span, "µs after the GUID changed", 1);
+	printf("</svg></figure>\n");
+}
+
+static void html_rng(const struct row *rows, int n)
+{
+	int i, j, *shown = xcalloc(n, sizeof(*shown));
+	double span;
+
+	printf("<h2>RNG: each clone after its GUID changed</h2>\n<p><span class='shared'>red</span>: "
+	       "records shared with the reference or another clone; <span class='fresh'>grey</span>: "
+	       "only fresh output.  One lane per clone and stream.</p>\n");
+	for (i = 0; i < n; i++) {
+		if (shown[i] || strcmp(rows[i].kind, "rng"))
+			continue;
+		span = 0;
+		for (j = i; j < n; j++)
+			if (!strcmp(rows[j].kind, "rng") && same_cell(&rows[i], &rows[j]) &&
+			    timeline_span_us(&rows[j]) > span)
+				span = timeline_span_us(&rows[j]);
+		printf("<h3>");
+		html_text(key_str(&rows[i], "method"));
+		printf(", %lld vCPU, ", num(rows[i].json, "vcpus"));
+		html_text(rows[i].shape ? rows[i].shape : key_str(&rows[i], "shape"));
+		if (str(rows[i].json, "crng")) {
+			printf(" (crng ");
+			html_text(str(rows[i].json, "crng"));
+			printf(")");
+		}
+		printf("</h3>\n<div class='cell'>\n");
+		for (j = i; j < n; j++) {
+			if (strcmp(rows[j].kind, "rng") || !same_cell(&rows[i], &rows[j]))
+				continue;
+			shown[j] = 1;
+			html_rng_row(&rows[j], span);
+		}
+		printf("</div>\n");
+	}
+	free(shown);
+}
+
+/* Microseconds of a WireGuard event, or -1 for never. */
+static long long wg_event(struct json_object *c, const char *key)
+{
+	return get(c, key) ? num(c, key) : -1;
+}
+
+static void html_wg_row(const struct row *r)
+{
+	static const struct {
+		const char *key, *color;
+	} marks[] = {
+		{ "first_initiation_us", "#1f77b4" },
+		{ "handshake_us", "#2ca02c" },
+		{ "first_new_data_us", "#000000" },
+	};
+	size_t i, m, len = r->clones ? json_object_array_length(r->clones) : 0;
+	double span = 1000, x;
+	long long t;
+	int y;
+
+	printf("<figure>");
+	html_caption(r);
+	if (!r->clones) {
+		printf("<p>no capture</p></figure>\n");
+		return;
+	}
+	for (i = 0; i < len; i++) {
+		struct json_object *c = json_object_array_get_idx(r->clones, i);
+
+		for (m = 0; m < sizeof(marks) / sizeof(marks[0]); m++)
+			if (wg_event(c, marks[m].key) * 1.2 > span)
+				span = wg_event(c, marks[m].key) * 1.2;
+		if (wg_event(c, "prefork_last_us") * 1.2 > span)
+			span = wg_event(c, "prefork_last_us") * 1.2;
+	}
+	printf("<svg xmlns='http://www.w3.org/2000/svg' width='%d' height='%zu'>\n", SVG_W, len * LANE_H + 16);
+	for (i = 0, y = 0; i < len; i++, y += LANE_H) {
+		struct json_object *c = json_object_array_get_idx(r->clones, i);
+
+		printf("<text x='0' y='%d' font-size='10'>", y + LANE_H - 2);
+		html_text(str(c, "name"));
+		printf("</text>");
+		t = wg_event(c, "prefork_last_us");
+		if (num(c, "prefork_packets") > 0 && t >= 0)
+			printf("<rect x='%d' y='%d' width='%.1f' height='%d' fill='#d62728'/>", LABEL_W, y + 1,
+			       1 + (SVG_W - LABEL_W) * t / span, LANE_H - 2);
+		for (m = 0; m < sizeof(marks) / sizeof(marks[0]); m++) {
+			t = wg_event(c, marks[m].key);
+			if (t < 0)
+				continue;
+			x = LABEL_W + (SVG_W - LABEL_W) * t / span;
+			printf("<rect x='%.1f' y='%d' width='3' height='%d' fill='%s'/>", x, y + 1, LANE_H - 2,
+			       marks[m].color);
+		}
+		printf("\n");
+	}
+	svg_axis(y + 2, span, "ms after the resume", 1000);
+	printf("</svg></figure>\n");
+}
+
+static void html_wg(const struct row *rows, int n)
+{
+	int i, any = 0;
+
+	for (i = 0; i < n; i++) {
+		if (strcmp(rows[i].kind, "wg"))
+			continue;
+		if (!any++)
+			printf("<h2>WireGuard: each clone's packets after the resume</h2>\n<p><span class='shared'>"
+			       "red</span>: sending under the pre-fork key; marks: <span style='color:#1f77b4'>"
+			       "initiation</span>, <span style='color:#2ca02c'>handshake done</span>, first new "
+			       "data (black).</p>\n<div class='cell'>\n");
+		printf("<div><h3>");
+		html_text(rows[i].kernel);
+		printf(", tunnel ");
+		html_text(key_str(&rows[i], "traffic"));
+		printf("</h3>\n");
+		html_wg_row(&rows[i]);
+		printf("</div>\n");
+	}
+	if (any)
+		printf("</div>\n");
+}
+
+static void html(const struct row *rows, int n)
+{
+	printf("<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>forksafe: fork report</title>\n"
+	       "<style>body{font-family:sans-serif;margin:1em}pre{background:#f4f4f4;padding:.5em;"
+	       "white-space:pre-wrap}.cell{display:flex;flex-wrap:wrap;gap:1em}figure{margin:0}"
+	       ".shared{color:#d62728}.fresh{color:#888}</style></head><body>\n"
+	       "<h1>forksafe: fork report</h1>\n<pre class='verdicts'>");
+	fflush(stdout);
+	summary(rows, n);
+	printf("</pre>\n");
+	html_rng(rows, n);
+	html_wg(rows, n);
+	printf("</body></html>\n");
+}
+
 /* ---- verdict lines ------------------------------------------------------- */
 
 static void add_int(struct json_object *o, const char *key, long long v)
@@ -720,12 +973,12 @@ int main(int argc, char **argv)
 
 	while ((opt = getopt(argc, argv, "f:")) != -1) {
 		if (opt != 'f')
-			fail("usage: fork-report [-f md|json|verdicts|summary] ROW.json...");
+			fail("usage: fork-report [-f md|json|verdicts|summary|html] ROW.json...");
 		format = optarg;
 	}
 	if (strcmp(format, "md") && strcmp(format, "json") && strcmp(format, "verdicts") &&
-	    strcmp(format, "summary"))
-		fail("-f wants md, json, verdicts or summary, not '%s'", format);
+	    strcmp(format, "summary") && strcmp(format, "html"))
+		fail("-f wants md, json, verdicts, summary or html, not '%s'", format);
 	n = argc - optind;
 	if (n < 1)
 		fail("no rows given");
@@ -738,6 +991,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(format, "summary")) {
 		summary(rows, n);
+	} else if (!strcmp(format, "html")) {
+		html(rows, n);
 	} else if (!strcmp(format, "md")) {
 		md_rng(rows, n);
 		md_wg(rows, n);

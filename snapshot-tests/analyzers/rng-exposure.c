@@ -335,6 +335,42 @@ struct tally {
 	int64_t us;
 };
 
+/*
+ * A picture of stream S after the clone's GUID changed: TIMELINE_BINS bins
+ * of equal guest time, each with the records shared (with the reference
+ * or another clone's post-fork output) and the fresh ones.
+ */
+#define TIMELINE_BINS 60
+
+struct timeline {
+	int64_t bin_ns;
+	uint32_t shared[TIMELINE_BINS], fresh[TIMELINE_BINS];
+};
+
+/* Guest ns from A to B, 0 if B is earlier or the difference overflows (a bad dump). */
+static int64_t span_ns(int64_t a, int64_t b)
+{
+	int64_t d;
+
+	return __builtin_sub_overflow(b, a, &d) || d < 0 ? 0 : d;
+}
+
+static struct json_object *timeline_json(const struct timeline *tl)
+{
+	struct json_object *o = json_object_new_object();
+	struct json_object *sh = json_object_new_array(), *fr = json_object_new_array();
+	int b;
+
+	for (b = 0; b < TIMELINE_BINS; b++) {
+		json_object_array_add(sh, json_object_new_int64(tl->shared[b]));
+		json_object_array_add(fr, json_object_new_int64(tl->fresh[b]));
+	}
+	json_object_object_add(o, "bin_us", json_object_new_double(tl->bin_ns / 1000.0));
+	json_object_object_add(o, "shared", sh);
+	json_object_object_add(o, "fresh", fr);
+	return o;
+}
+
 /* Stream S of clone K from its snapshot point on; adds to *t and to with[]. */
 static struct json_object *clone_stream(const struct input *in, int k, int s, uint32_t snap,
 					uint64_t *with, struct tally *t)
@@ -343,9 +379,12 @@ static struct json_object *clone_stream(const struct input *in, int k, int s, ui
 	struct json_object *o = json_object_new_object();
 	uint32_t i, first = in->first[s], last = first;
 	uint64_t exposed = 0, fresh = 0;
-	int64_t us = 0;
-	int ref;
+	struct timeline tl = { 0 };
+	int64_t us = 0, bin;
+	int ref, others;
 
+	if (first < in->d.n[s])
+		tl.bin_ns = span_ns(r[first].t_ns, r[in->d.n[s] - 1].t_ns) / TIMELINE_BINS + 1;
 	for (i = snap; i < in->d.n[s]; i++)
 		t->shared += in_ref(r[i].fp);
 	for (i = first; i < in->d.n[s]; i++) {
@@ -354,11 +393,19 @@ static struct json_object *clone_stream(const struct input *in, int k, int s, ui
 			exposed++;
 			last = i;
 		}
-		if (!other_owners(r[i].fp, k, with) && !ref)
+		others = other_owners(r[i].fp, k, with);
+		if (!others && !ref)
 			fresh++;
+		bin = span_ns(r[first].t_ns, r[i].t_ns) / tl.bin_ns;
+		if (bin < TIMELINE_BINS) {
+			if (ref || others)
+				tl.shared[bin]++;
+			else
+				tl.fresh[bin]++;
+		}
 	}
 	if (exposed)
-		us = (r[last].t_ns - r[first].t_ns) / 1000;
+		us = span_ns(r[first].t_ns, r[last].t_ns) / 1000;
 	if (us > t->us)
 		t->us = us;
 	t->exposed += exposed;
@@ -369,6 +416,7 @@ static struct json_object *clone_stream(const struct input *in, int k, int s, ui
 	json_object_object_add(o, "exposure_records", json_object_new_int64(exposed));
 	json_object_object_add(o, "exposure_us", json_object_new_int64(us));
 	json_object_object_add(o, "fresh_records", json_object_new_int64(fresh));
+	json_object_object_add(o, "timeline", timeline_json(&tl));
 	return o;
 }
 

@@ -19,7 +19,8 @@
 # verdicts to DIR/matrix.json.  A row that fails is an error row with its
 # reason, and the others still run.  The run ends with one verdict line per
 # kernel for the RNG and for WireGuard (fork-report -f summary), also at
-# the top of DIR/matrix.md and in DIR/verdicts.txt.
+# the top of DIR/matrix.md and in DIR/verdicts.txt; DIR/report.html has
+# those lines and a picture of every row (fork-report -f html).
 set -euo pipefail
 . "$(dirname "$0")/../lib/measure.sh"
 . "$(dirname "$0")/../lib/opts.sh"
@@ -72,8 +73,10 @@ wg=("${ROWS[@]}")
 } >"$out/matrix.md.tmp"
 mv "$out/matrix.md.tmp" "$out/matrix.md"
 cat "$out/matrix.md"
+"$BUILD/fork-report" -f html "${rng[@]}" "${wg[@]}" >"$out/report.html.tmp"
+mv "$out/report.html.tmp" "$out/report.html"
 "$BUILD/fork-report" -f json "${rng[@]}" "${wg[@]}" >"$out/matrix.json.tmp"
 mv "$out/matrix.json.tmp" "$out/matrix.json"
-echo "fork-matrix: results in $out/matrix.md and $out/matrix.json" >&2
+echo "fork-matrix: results in $out/matrix.md, $out/matrix.json and $out/report.html (open it in a browser)" >&2
 echo
 cat "$out/verdicts.txt"

@@ -1,0 +1,30 @@
+# shellcheck shell=bash
+# The known-answer inputs (snapshot-tests/analyzers/kat/) run through the
+# analyzers, for the scenarios that check what the analyzers and the
+# report make of them.  Sourced; defines functions only.  Needs $BUILD
+# (the host tools) and $KAT (the kat/ folder).
+
+# kat_rng CASE OUT: rng/CASE's dumps written into OUT and read by
+# rng-exposure into OUT/result.json; on failure, why on stderr.
+kat_rng() {
+	local case=$1 out=$2
+	local -a args
+	mkdir -p "$out"
+	awk -v out="$out" -f "$KAT/mkdumps.awk" "$KAT/rng/$case/records" >"$out/args" &&
+		mapfile -t args <"$out/args" &&
+		"$BUILD/rng-exposure" "${args[@]}" >"$out/result.json"
+}
+
+# kat_wg CASE OUT: each wg/CASE/*.frames made a capture by pcap-synth, all
+# of them read by one wg-detect (the VM on port 51820, its heartbeat to
+# port 9) into OUT/detect.json; on failure, why on stderr.
+kat_wg() {
+	local case=$1 out=$2 f
+	local -a pcaps=()
+	mkdir -p "$out"
+	for f in "$KAT/wg/$case"/*.frames; do
+		pcaps+=("$out/$(basename "$f" .frames).pcap")
+		"$BUILD/pcap-synth" "$f" >"${pcaps[-1]}" || return 1
+	done
+	"$BUILD/wg-detect" -p 51820 -m 9 -j "$out/detect.json" "${pcaps[@]}" >/dev/null
+}
