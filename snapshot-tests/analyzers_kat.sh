@@ -64,7 +64,8 @@ wg_case() {
 	check "$name" "$dir/expect" "$out/answers.json"
 }
 
-# One summary case: rows made of the RNG cases' results, as CASE/rows
+# One summary case: rows made of the RNG cases' results (a line KERNEL
+# CASE) and of the WireGuard cases' (KERNEL FRESH CONTROL), as CASE/rows
 # names them, judged together by fork-report -f summary; CASE/expect has
 # the lines it must print, in order.
 summary_case() {
@@ -73,11 +74,18 @@ summary_case() {
 	name=summary/$(basename "$dir")
 	out=$work/$name
 	mkdir -p "$out"
-	while read -r kernel case; do
+	while read -r kernel case control; do
 		case "$kernel" in '' | '#'*) continue ;; esac
 		rows+=("$out/$i.json")
-		jq -c --arg k "$kernel" '{kind: "rng", kernel: $k, method: "cell", vcpus: 1, result: .}' \
-			"$work/rng/$case/result.json" >"${rows[-1]}"
+		if [ -n "$control" ]; then
+			jq -n -c --arg k "$kernel" --slurpfile f "$work/wg/$case/detect.json" \
+				--slurpfile c "$work/wg/$control/detect.json" \
+				'{kind: "wg", kernel: $k, traffic: "stream", result: {fresh: $f[0], control: $c[0]}}' \
+				>"${rows[-1]}"
+		else
+			jq -c --arg k "$kernel" '{kind: "rng", kernel: $k, method: "cell", vcpus: 1, result: .}' \
+				"$work/rng/$case/result.json" >"${rows[-1]}"
+		fi
 		i=$((i + 1))
 	done <"$dir/rows"
 	"$BUILD/fork-report" -f summary "${rows[@]}" >"$out/summary"

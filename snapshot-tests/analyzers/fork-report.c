@@ -640,9 +640,10 @@ static void summary_wg(const struct row *rows, int n, const char *kernel)
 	if (unrekeyed)
 		printf("; the %s tunnel did not rekey", unrekeyed);
 	if (nrows > errors)
-		printf(" (%d clones, %d rows)", clones, nrows - errors);
+		printf(" (%d %s, %d %s)", clones, plural(clones, "clone", "clones"), nrows - errors,
+		       plural(nrows - errors, "row", "rows"));
 	if (errors)
-		printf("; %d of %d rows not measured (errors)", errors, nrows);
+		printf("; %d of %d %s not measured (errors)", errors, nrows, plural(nrows, "row", "rows"));
 	printf("\n");
 }
 
