@@ -446,8 +446,9 @@ static void md_wg(const struct row *rows, int n)
  * shows a window, and the sentence names the worst clone (its bytes, its
  * µs, its method).  "fork-safe" rests on a number of clones, and a window
  * is a race that some clones win: so it also says how likely it is that a
- * kernel as exposed as the others of this run (those with a window in the
- * same rows, normally stock) would have shown none in that many clones.
+ * kernel as exposed as the others of this run (those with an exposed clone,
+ * normally stock; all their rows of the same cell) would have shown none in
+ * that many clones.
  * Each such clone escapes with probability q = (escaped + 1) / (clones + 2)
  * (Laplace's rule, never 0 or 1 from a finite sample); the chance that
  * every clone of the fork-safe rows escapes is the product of q per clone.
@@ -484,14 +485,30 @@ static int clones_escaped(const struct row *r, int *escaped)
 	return n;
 }
 
-/* The chance that rows like R of the exposed kernels shed no window in N clones; -1 if none. */
+/* Whether any RNG row of KERNEL has a clone that shared output after its fork. */
+static int kernel_exposed(const struct row *rows, int n, const char *kernel)
+{
+	int i, esc;
+
+	for (i = 0; i < n; i++)
+		if (!strcmp(rows[i].kind, "rng") && !strcmp(rows[i].kernel, kernel) &&
+		    clones_escaped(&rows[i], &esc) > esc)
+			return 1;
+	return 0;
+}
+
+/*
+ * The chance that the exposed kernels, in rows like R, show no window in
+ * N clones; -1 if they have no such row.  Their rows count whatever their
+ * verdict: a row of theirs where every clone won the race is evidence too.
+ */
 static double unseen_in(const struct row *rows, int nrows, const struct row *r, int n)
 {
 	int i, esc, e = 0, total = 0;
 
 	for (i = 0; i < nrows; i++) {
-		if (&rows[i] == r || strcmp(rows[i].kind, "rng") || strcmp(rows[i].verdict, "exposure window") ||
-		    !same_cell(&rows[i], r))
+		if (strcmp(rows[i].kind, "rng") || !strcmp(rows[i].kernel, r->kernel) ||
+		    !same_cell(&rows[i], r) || !kernel_exposed(rows, nrows, rows[i].kernel))
 			continue;
 		total += clones_escaped(&rows[i], &esc);
 		e += esc;
