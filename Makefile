@@ -50,9 +50,13 @@ deps:
 	done; \
 	if [ -n "$$missing" ]; then \
 		echo "deps: installing$$missing"; \
-		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
-		  apt-get install -y -qq --no-install-recommends $$missing >/dev/null; } || \
-		{ echo "deps: apt-get install failed for$$missing" >&2; exit 1; }; \
+		rc=$$(mktemp); \
+		{ apt-get update -qq && { DEBIAN_FRONTEND=noninteractive \
+		  apt-get install -y -q --no-install-recommends -o Dpkg::Use-Pty=0 $$missing; \
+		  echo $$? >"$$rc"; } | sed -u -n 's/^Setting up \([^ ]*\).*/deps: set up \1/p' && \
+		  [ "$$(cat "$$rc")" = 0 ]; } || \
+		{ rm -f "$$rc"; echo "deps: apt-get install failed for$$missing" >&2; exit 1; }; \
+		rm -f "$$rc"; \
 	fi; \
 	getent group libvirt-qemu >/dev/null || groupadd --system libvirt-qemu; \
 	getent passwd libvirt-qemu >/dev/null || \
