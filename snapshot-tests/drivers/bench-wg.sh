@@ -93,18 +93,31 @@ for k in stock patched; do guest_quit "tp-$k-vm"; guest_quit "tp-$k-peer"; done
 
 # ---- instructions per datagram ------------------------------------------------
 # busy_ns NAME: the guest's busy time so far, in ns (instructions).
+# A guest that counts instructions runs slower than the host's clock and
+# answers late under a flood: ICOUNT_CALL_TIMEOUT, and a failed call ends
+# the run rather than giving 0 instructions.
+ICOUNT_CALL_TIMEOUT=60
 busy_ns() {
-	guest_call "$1" info | awk -F= '$1 == "uptime_ms" { u = $2 } $1 == "idle_ms" { i = $2 }
-		END { printf "%d\n", (u - i) * 1000000 }'
+	local info
+	info=$(guest_call "$1" -t "$ICOUNT_CALL_TIMEOUT" info) || die "bench-wg: $1 did not answer 'info'"
+	awk -F= '$1 == "uptime_ms" { u = $2 } $1 == "idle_ms" { i = $2 }
+		END { printf "%d\n", (u - i) * 1000000 }' <<<"$info"
 }
-sent() { guest_call "$1" stream stat flood | agent_field sent; }
+sent() {
+	local stat
+	stat=$(guest_call "$1" -t "$ICOUNT_CALL_TIMEOUT" stream stat flood) || die "bench-wg: $1 did not answer 'stream stat'"
+	agent_field sent <<<"$stat"
+}
 for k in stock patched; do tunnel_pair "ic-$k" "$k" --deterministic; done
 for ((r = 1; r <= rounds; r++)); do
 	for k in stock patched; do
 		wg_stream "ic-$k-vm" flood 100
-		b0=$(busy_ns "ic-$k-vm") s0=$(sent "ic-$k-vm")
+		b0=$(busy_ns "ic-$k-vm")
+		s0=$(sent "ic-$k-vm")
 		sleep_ms "$ms"
-		b1=$(busy_ns "ic-$k-vm") s1=$(sent "ic-$k-vm")
+		b1=$(busy_ns "ic-$k-vm")
+		s1=$(sent "ic-$k-vm")
+		[ "$b1" -gt "$b0" ] || die "bench-wg: $k's busy time did not grow in $ms ms"
 		guest_call "ic-$k-vm" stream stop flood >/dev/null
 		[ "$s1" -gt "$s0" ] || die "bench-wg: $k sent no datagram in $ms ms"
 		echo $(((b1 - b0) / (s1 - s0))) >>"$RUN_DIR/ic-$k"
