@@ -9,15 +9,10 @@
 set -euo pipefail
 . "$(dirname "$0")/lib/ktap.sh"
 . "$(dirname "$0")/lib/kat.sh"
-root=$(cd "$(dirname "$0")/.." && pwd)
-BUILD=${FORKSAFE_BUILD:-$root/build}
-KAT=$root/snapshot-tests/analyzers/kat
-
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+kat_setup
 
 command -v jq >/dev/null || t_skip "jq is missing: run 'make deps'"
-t_check "the host tools build" make --no-print-directory -C "$root" BUILD="$BUILD" tools
+t_check "the host tools build" make --no-print-directory -C "$ROOT" BUILD="$BUILD" tools
 
 # check CASE EXPECT ANSWERS.json: one assertion per "FILTER = VALUE" line
 # of EXPECT, the jq FILTER over ANSWERS.json against VALUE.
@@ -37,12 +32,8 @@ check() {
 rng_case() {
 	local dir=$1 name out
 	name=rng/$(basename "$dir")
-	out=$work/$name
-	if ! kat_rng "$(basename "$dir")" "$out" 2>"$work/errors"; then
-		t_fail "$name: rng-exposure reads the case"
-		t_diag "$(tail -n 1 "$work/errors")"
-		return
-	fi
+	out=$WORK/$name
+	kat_read rng "$dir" rng-exposure || return 0
 	jq -c --arg m "$(basename "$dir")" '{kind: "rng", kernel: "kat", method: $m, vcpus: 1, result: .}' \
 		"$out/result.json" >"$out/row.json"
 	"$BUILD/fork-report" -f verdicts "$out/row.json" >"$out/verdict.json"
@@ -54,12 +45,8 @@ rng_case() {
 wg_case() {
 	local dir=$1 name out
 	name=wg/$(basename "$dir")
-	out=$work/$name
-	if ! kat_wg "$(basename "$dir")" "$out" 2>"$work/errors"; then
-		t_fail "$name: wg-detect reads the case"
-		t_diag "$(tail -n 1 "$work/errors")"
-		return
-	fi
+	out=$WORK/$name
+	kat_read wg "$dir" wg-detect || return 0
 	jq '{detect: .}' "$out/detect.json" >"$out/answers.json"
 	check "$name" "$dir/expect" "$out/answers.json"
 }
@@ -72,19 +59,19 @@ summary_case() {
 	local dir=$1 name out kernel case i=0 line
 	local -a rows=() want=()
 	name=summary/$(basename "$dir")
-	out=$work/$name
+	out=$WORK/$name
 	mkdir -p "$out"
 	while read -r kernel case control; do
 		case "$kernel" in '' | '#'*) continue ;; esac
 		rows+=("$out/$i.json")
 		if [ -n "$control" ]; then
-			jq -n -c --arg k "$kernel" --slurpfile f "$work/wg/$case/detect.json" \
-				--slurpfile c "$work/wg/$control/detect.json" \
+			jq -n -c --arg k "$kernel" --slurpfile f "$WORK/wg/$case/detect.json" \
+				--slurpfile c "$WORK/wg/$control/detect.json" \
 				'{kind: "wg", kernel: $k, traffic: "stream", result: {fresh: $f[0], control: $c[0]}}' \
 				>"${rows[-1]}"
 		else
 			jq -c --arg k "$kernel" '{kind: "rng", kernel: $k, method: "cell", vcpus: 1, result: .}' \
-				"$work/rng/$case/result.json" >"${rows[-1]}"
+				"$WORK/rng/$case/result.json" >"${rows[-1]}"
 		fi
 		i=$((i + 1))
 	done <"$dir/rows"

@@ -8,64 +8,60 @@
 set -euo pipefail
 . "$(dirname "$0")/lib/ktap.sh"
 . "$(dirname "$0")/lib/kat.sh"
-root=$(cd "$(dirname "$0")/.." && pwd)
-BUILD=${FORKSAFE_BUILD:-$root/build}
-KAT=$root/snapshot-tests/analyzers/kat
+kat_setup
 BROWSER_TIMEOUT=60
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
 
 command -v jq >/dev/null || t_skip "jq is missing: run 'make deps'"
 command -v chromium >/dev/null || t_skip "chromium is missing: run 'make deps'"
 t_plan 8
-t_check "the host tools build" make --no-print-directory -C "$root" BUILD="$BUILD" tools
+t_check "the host tools build" make --no-print-directory -C "$ROOT" BUILD="$BUILD" tools
 
 # KERNEL CASE METHOD: one RNG row.
 rng_row() {
-	kat_rng "$2" "$work/$1-$2"
+	kat_rng "$2" "$WORK/$1-$2"
 	jq -c --arg k "$1" --arg m "$3" '{kind: "rng", kernel: $k, method: $m, vcpus: 1, result: .}' \
-		"$work/$1-$2/result.json" >"$work/row-$1-$2.json"
+		"$WORK/$1-$2/result.json" >"$WORK/row-$1-$2.json"
 }
 rng_row stock some-escape migrate-file
 rng_row patched control-within migrate-file
 rng_row patched long-read-one-page migrate-file
-kat_wg two-clones "$work/wg-fresh"
-kat_wg control-pair "$work/wg-control"
-jq -n -c --slurpfile f "$work/wg-fresh/detect.json" --slurpfile c "$work/wg-control/detect.json" \
-	'{kind: "wg", kernel: "stock", traffic: "stream", result: {fresh: $f[0], control: $c[0]}}' >"$work/row-wg.json"
-rows=("$work"/row-*.json)
+kat_wg two-clones "$WORK/wg-fresh"
+kat_wg control-pair "$WORK/wg-control"
+jq -n -c --slurpfile f "$WORK/wg-fresh/detect.json" --slurpfile c "$WORK/wg-control/detect.json" \
+	'{kind: "wg", kernel: "stock", traffic: "stream", result: {fresh: $f[0], control: $c[0]}}' >"$WORK/row-wg.json"
+rows=("$WORK"/row-*.json)
 
 # shellcheck disable=SC2016 # expanded by the inner shell
 t_check "fork-report writes the page" \
-	bash -c '"$1" -f html "${@:2}" >"$0"' "$work/report.html" "$BUILD/fork-report" "${rows[@]}"
+	bash -c '"$1" -f html "${@:2}" >"$0"' "$WORK/report.html" "$BUILD/fork-report" "${rows[@]}"
 
 # Chromium as root needs --no-sandbox; it runs without a profile of ours.
 browser() {
 	timeout -k 5 "$BROWSER_TIMEOUT" chromium --headless --no-sandbox --disable-gpu \
-		--user-data-dir="$work/profile" "$@" 2>>"$work/browser.log"
+		--user-data-dir="$WORK/profile" "$@" 2>>"$WORK/browser.log"
 }
 rc=0
-browser --dump-dom "file://$work/report.html" >"$work/dom.html" || rc=$?
+browser --dump-dom "file://$WORK/report.html" >"$WORK/dom.html" || rc=$?
 t_result "$rc" "Chromium renders the page"
-[ "$rc" = 0 ] || t_diag "exit=$rc: $(tail -n 1 "$work/browser.log")"
+[ "$rc" = 0 ] || t_diag "exit=$rc: $(tail -n 1 "$WORK/browser.log")"
 
 # Every row under a picture: a figure per row, each with an svg, and its
 # kernel and verdict in the caption.
-t_eq "a figure per row" "$(grep -o '<figure>' "$work/dom.html" | wc -l)" "${#rows[@]}"
-t_eq "a picture in each" "$(grep -o '<svg' "$work/dom.html" | wc -l)" "${#rows[@]}"
+t_eq "a figure per row" "$(grep -o '<figure>' "$WORK/dom.html" | wc -l)" "${#rows[@]}"
+t_eq "a picture in each" "$(grep -o '<svg' "$WORK/dom.html" | wc -l)" "${#rows[@]}"
 t_eq "every row named by kernel and verdict" \
-	"$(grep -oE '<b>(stock|patched)</b>: (exposure window|fork-safe|exposed|safe)' "$work/dom.html" | sort | tr '\n' ';')" \
+	"$(grep -oE '<b>(stock|patched)</b>: (exposure window|fork-safe|exposed|safe)' "$WORK/dom.html" | sort | tr '\n' ';')" \
 	"<b>patched</b>: fork-safe;<b>patched</b>: fork-safe;<b>stock</b>: exposed;<b>stock</b>: exposure window;"
-t_check "the verdict lines open the page" grep -q 'stock: RNG: not fork-safe' "$work/dom.html"
+t_check "the verdict lines open the page" grep -q 'stock: RNG: not fork-safe' "$WORK/dom.html"
 
 # The screenshot holds more than a blank page: a blank one at this size
 # is a few KB of PNG, the report's pictures many times that.
-browser --window-size=1200,1600 --screenshot="$work/blank.png" "about:blank" >/dev/null || true
-browser --window-size=1200,1600 --screenshot="$work/report.png" "file://$work/report.html" >/dev/null || true
-blank=$(stat -c %s "$work/blank.png" 2>/dev/null || echo 0)
-shot=$(stat -c %s "$work/report.png" 2>/dev/null || echo 0)
+browser --window-size=1200,1600 --screenshot="$WORK/blank.png" "about:blank" >/dev/null || true
+browser --window-size=1200,1600 --screenshot="$WORK/report.png" "file://$WORK/report.html" >/dev/null || true
+blank=$(stat -c %s "$WORK/blank.png" 2>/dev/null || echo 0)
+shot=$(stat -c %s "$WORK/report.png" 2>/dev/null || echo 0)
 t_diag "screenshot $shot bytes, blank page $blank bytes"
 t_result "$([ "$blank" -gt 0 ] && [ "$shot" -gt $((blank * 4)) ]; echo $?)" \
 	"the screenshot is not blank (over 4 times a blank page's PNG)"
-[ -z "${REPORT_KEEP:-}" ] || cp "$work/report.html" "$work/report.png" "$REPORT_KEEP"/
+[ -z "${REPORT_KEEP:-}" ] || cp "$WORK/report.html" "$WORK/report.png" "$REPORT_KEEP"/
 t_done

@@ -543,6 +543,18 @@ static const char *fmt_us(char *buf, size_t len, long long us)
 	return buf;
 }
 
+/* Whether R is a measured row of KIND for KERNEL; counted in *nrows, in *errors if it failed. */
+static int summary_takes(const struct row *r, const char *kind, const char *kernel, int *nrows, int *errors)
+{
+	if (strcmp(r->kind, kind) || strcmp(r->kernel, kernel))
+		return 0;
+	++*nrows;
+	if (strcmp(r->verdict, "error"))
+		return 1;
+	++*errors;
+	return 0;
+}
+
 static void summary_rng(const struct row *rows, int n, const char *kernel)
 {
 	int i, nrows = 0, safe_rows = 0, safe_clones = 0, exposed = 0, clones = 0, errors = 0, nosignal = 0;
@@ -556,13 +568,8 @@ static void summary_rng(const struct row *rows, int n, const char *kernel)
 	for (i = 0; i < n; i++) {
 		const struct row *r = &rows[i];
 
-		if (strcmp(r->kind, "rng") || strcmp(r->kernel, kernel))
+		if (!summary_takes(r, "rng", kernel, &nrows, &errors))
 			continue;
-		nrows++;
-		if (!strcmp(r->verdict, "error")) {
-			errors++;
-			continue;
-		}
 		if (!strcmp(r->verdict, "no fork signal") || !strcmp(r->verdict, "partial fork signal")) {
 			nosignal++;
 			nosignal_method = key_str(r, "method");
@@ -628,13 +635,8 @@ static void summary_wg(const struct row *rows, int n, const char *kernel)
 	for (i = 0; i < n; i++) {
 		const struct row *r = &rows[i];
 
-		if (strcmp(r->kind, "wg") || strcmp(r->kernel, kernel))
+		if (!summary_takes(r, "wg", kernel, &nrows, &errors))
 			continue;
-		nrows++;
-		if (!strcmp(r->verdict, "error")) {
-			errors++;
-			continue;
-		}
 		clones += (int)json_object_array_length(r->clones);
 		prefork += r->prefork;
 		reuse += r->reuse;

@@ -1,8 +1,28 @@
 # shellcheck shell=bash
 # The known-answer inputs (snapshot-tests/analyzers/kat/) run through the
 # analyzers, for the scenarios that check what the analyzers and the
-# report make of them.  Sourced; defines functions only.  Needs $BUILD
-# (the host tools) and $KAT (the kat/ folder).
+# report make of them.  Sourced; defines functions only.
+
+# kat_setup: ROOT, BUILD (the host tools), KAT (the kat/ folder), and
+# WORK, a scratch directory removed on exit.
+kat_setup() {
+	ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+	BUILD=${FORKSAFE_BUILD:-$ROOT/build}
+	KAT=$ROOT/snapshot-tests/analyzers/kat
+	WORK=$(mktemp -d)
+	trap 'rm -rf "$WORK"' EXIT
+}
+
+# kat_read KIND DIR TOOL: case DIR of KIND (rng, wg) read into
+# $WORK/KIND/CASE by kat_KIND; else a failed test naming TOOL, and 1.
+kat_read() {
+	local kind=$1 case
+	case=$(basename "$2")
+	"kat_$kind" "$case" "$WORK/$kind/$case" 2>"$WORK/errors" && return 0
+	t_fail "$kind/$case: $3 reads the case"
+	t_diag "$(tail -n 1 "$WORK/errors")"
+	return 1
+}
 
 # kat_rng CASE OUT: rng/CASE's dumps written into OUT and read by
 # rng-exposure into OUT/result.json; on failure, why on stderr.
