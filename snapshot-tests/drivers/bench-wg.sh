@@ -91,6 +91,9 @@ done
 echo "| $(cost_cells "tunnel throughput" "$RUN_DIR/tp-stock" "$RUN_DIR/tp-patched") |" >>"$md.tmp"
 for k in stock patched; do guest_quit "tp-$k-vm"; guest_quit "tp-$k-peer"; done
 
+# What is measured so far is kept if the instruction count fails.
+cp "$md.tmp" "$md"
+
 # ---- instructions per datagram ------------------------------------------------
 # busy_ns NAME: the guest's busy time so far, in ns (instructions).
 # A guest that counts instructions runs slower than the host's clock and
