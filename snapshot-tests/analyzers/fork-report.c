@@ -354,6 +354,29 @@ static void judge(struct row *r)
 		error_row(r, "unknown kind of row");
 }
 
+/* ---- kernels ------------------------------------------------------------- */
+
+#define MAX_KERNELS 64
+
+/* The kernels of the rows of KIND (NULL: of any kind), in order of first appearance. */
+static int kernels_of(const struct row *rows, int n, const char *kind, const char *kernels[MAX_KERNELS])
+{
+	int nk = 0, i, k;
+
+	for (i = 0; i < n; i++) {
+		if (kind && strcmp(rows[i].kind, kind))
+			continue;
+		for (k = 0; k < nk && strcmp(kernels[k], rows[i].kernel); k++)
+			;
+		if (k < nk)
+			continue;
+		if (nk == MAX_KERNELS)
+			fail("more than %d kernels in one report", MAX_KERNELS);
+		kernels[nk++] = rows[i].kernel;
+	}
+	return nk;
+}
+
 /* ---- Markdown ------------------------------------------------------------ */
 
 
@@ -380,17 +403,9 @@ static void md_rng_row(const struct row *r)
 
 static void md_rng(const struct row *rows, int n)
 {
-	const char *kernels[64];
-	int nk = 0, i, k;
+	const char *kernels[MAX_KERNELS];
+	int nk = kernels_of(rows, n, "rng", kernels), i, k;
 
-	for (i = 0; i < n; i++) {
-		if (strcmp(rows[i].kind, "rng"))
-			continue;
-		for (k = 0; k < nk && strcmp(kernels[k], rows[i].kernel); k++)
-			;
-		if (k == nk && nk < 64)
-			kernels[nk++] = rows[i].kernel;
-	}
 	for (k = 0; k < nk; k++) {
 		printf("\n### Kernel: %s\n\n", kernels[k]);
 		printf("| method | vCPUs | shape | GUID changed | reseed logged | exposure records min/med/max "
@@ -668,15 +683,9 @@ static void summary_wg(const struct row *rows, int n, const char *kernel)
 
 static void summary(const struct row *rows, int n)
 {
-	const char *kernels[64];
-	int nk = 0, i, k;
+	const char *kernels[MAX_KERNELS];
+	int nk = kernels_of(rows, n, NULL, kernels), k;
 
-	for (i = 0; i < n; i++) {
-		for (k = 0; k < nk && strcmp(kernels[k], rows[i].kernel); k++)
-			;
-		if (k == nk && nk < 64)
-			kernels[nk++] = rows[i].kernel;
-	}
 	for (k = 0; k < nk; k++) {
 		summary_rng(rows, n, kernels[k]);
 		summary_wg(rows, n, kernels[k]);
