@@ -42,6 +42,9 @@ FULL_BUILD_STEPS=1800
 
 elapsed() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
 
+# The kbuild steps (CC, LD, ...) a build log shows so far.
+build_steps() { grep -c '^  [A-Z]' "$1" 2>/dev/null || true; }
+
 # with_progress LABEL LOG CMD...: run CMD, its output to LOG, and report how
 # far it got while it runs.  The ticker stops with this shell, however it ends.
 with_progress() {
@@ -54,7 +57,7 @@ with_progress() {
 	total=$(cat "$cache/full-build-steps" 2>/dev/null || echo "$FULL_BUILD_STEPS")
 	(
 		while sleep "$PROGRESS_EVERY" && kill -0 "$$" 2>/dev/null; do
-			log "$label: $(grep -c '^  [A-Z]' "$logfile" 2>/dev/null || true) of about $total steps, $(elapsed $((SECONDS - start)))"
+			log "$label: $(build_steps "$logfile") of about $total steps, $(elapsed $((SECONDS - start)))"
 		done
 	) &
 	ticker=$!
@@ -152,7 +155,6 @@ series_commit() {
 		fi
 	done
 	git -C "$scratch" rev-parse HEAD
-	exec {lock}>&-
 }
 
 # A worktree at forksafe-base with the variant's patches applied on top.
@@ -225,7 +227,7 @@ configure() {
 # A build from scratch tells later ones how many steps to expect.
 full_build_steps() {
 	local n
-	n=$(grep -c '^  [A-Z]' "$1" || true)
+	n=$(build_steps "$1")
 	[ "$n" -lt 1000 ] || echo "$n" >"$cache/full-build-steps"
 }
 
