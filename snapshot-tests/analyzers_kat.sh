@@ -34,8 +34,7 @@ rng_case() {
 	name=rng/$(basename "$dir")
 	out=$WORK/$name
 	kat_read rng "$dir" rng-exposure || return 0
-	jq -c --arg m "$(basename "$dir")" '{kind: "rng", kernel: "kat", method: $m, vcpus: 1, result: .}' \
-		"$out/result.json" >"$out/row.json"
+	kat_rng_row kat "$(basename "$dir")" "$out/result.json" >"$out/row.json"
 	"$BUILD/fork-report" -f verdicts "$out/row.json" >"$out/verdict.json"
 	jq -s '{result: .[0], verdict: .[1]}' "$out/result.json" "$out/verdict.json" >"$out/answers.json"
 	check "$name" "$dir/expect" "$out/answers.json"
@@ -65,13 +64,9 @@ summary_case() {
 		case "$kernel" in '' | '#'*) continue ;; esac
 		rows+=("$out/$i.json")
 		if [ -n "$control" ]; then
-			jq -n -c --arg k "$kernel" --slurpfile f "$WORK/wg/$case/detect.json" \
-				--slurpfile c "$WORK/wg/$control/detect.json" \
-				'{kind: "wg", kernel: $k, traffic: "stream", result: {fresh: $f[0], control: $c[0]}}' \
-				>"${rows[-1]}"
+			kat_wg_row "$kernel" "$WORK/wg/$case/detect.json" "$WORK/wg/$control/detect.json" >"${rows[-1]}"
 		else
-			jq -c --arg k "$kernel" '{kind: "rng", kernel: $k, method: "cell", vcpus: 1, result: .}' \
-				"$WORK/rng/$case/result.json" >"${rows[-1]}"
+			kat_rng_row "$kernel" cell "$WORK/rng/$case/result.json" >"${rows[-1]}"
 		fi
 		i=$((i + 1))
 	done <"$dir/rows"

@@ -16,19 +16,17 @@ command -v chromium >/dev/null || t_skip "chromium is missing: run 'make deps'"
 t_plan 8
 t_check "the host tools build" make --no-print-directory -C "$ROOT" BUILD="$BUILD" tools
 
-# KERNEL CASE METHOD: one RNG row.
+# KERNEL CASE: one RNG row, migrate-file.
 rng_row() {
 	kat_rng "$2" "$WORK/$1-$2"
-	jq -c --arg k "$1" --arg m "$3" '{kind: "rng", kernel: $k, method: $m, vcpus: 1, result: .}' \
-		"$WORK/$1-$2/result.json" >"$WORK/row-$1-$2.json"
+	kat_rng_row "$1" migrate-file "$WORK/$1-$2/result.json" >"$WORK/row-$1-$2.json"
 }
-rng_row stock some-escape migrate-file
-rng_row patched control-within migrate-file
-rng_row patched long-read-one-page migrate-file
+rng_row stock some-escape
+rng_row patched control-within
+rng_row patched long-read-one-page
 kat_wg two-clones "$WORK/wg-fresh"
 kat_wg control-pair "$WORK/wg-control"
-jq -n -c --slurpfile f "$WORK/wg-fresh/detect.json" --slurpfile c "$WORK/wg-control/detect.json" \
-	'{kind: "wg", kernel: "stock", traffic: "stream", result: {fresh: $f[0], control: $c[0]}}' >"$WORK/row-wg.json"
+kat_wg_row stock "$WORK/wg-fresh/detect.json" "$WORK/wg-control/detect.json" >"$WORK/row-wg.json"
 rows=("$WORK"/row-*.json)
 
 # shellcheck disable=SC2016 # expanded by the inner shell

@@ -48,3 +48,17 @@ kat_wg() {
 	done
 	"$BUILD/wg-detect" -p 51820 -m 9 -j "$out/detect.json" "${pcaps[@]}" >/dev/null
 }
+
+# kat_rng_row KERNEL METHOD RESULT.json: a fork-report row (1 vCPU) of
+# rng-exposure's RESULT, on stdout.
+kat_rng_row() {
+	jq -c --arg k "$1" --arg m "$2" '{kind: "rng", kernel: $k, method: $m, vcpus: 1, result: .}' "$3"
+}
+
+# kat_wg_row KERNEL FRESH.json CONTROL.json: a fork-report row of a
+# streaming tunnel, from wg-detect's reports of the fresh clones and of the
+# controls, on stdout.
+kat_wg_row() {
+	jq -n -c --arg k "$1" --slurpfile f "$2" --slurpfile c "$3" \
+		'{kind: "wg", kernel: $k, traffic: "stream", result: {fresh: $f[0], control: $c[0]}}'
+}
