@@ -586,8 +586,8 @@ int main(int argc, char **argv)
 	size_t len = 0;
 	ssize_t n;
 
-	if (argc == 2 && !strcmp(argv[1], EXEC_PROBE_ARG))
-		return recorder_exec_probe();
+	if (argc == 4 && !strcmp(argv[1], EXEC_LINK_ARG))
+		return recorder_exec_link(argv[2], argv[3]);
 	if (crng_nowait())
 		fprintf(stderr, "agent: not waiting for the crng (forksafe.crng=nowait)\n");
 	else

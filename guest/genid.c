@@ -64,24 +64,30 @@ static uint64_t find_vgia(void)
 	return addr;
 }
 
-const volatile uint8_t *genid_map(char *err, size_t errlen)
+uint64_t genid_locate(char *err, size_t errlen)
 {
-	long page = sysconf(_SC_PAGESIZE);
-	uint64_t addr = find_vgia(), base;
-	void *map;
-	int fd;
+	uint64_t addr = find_vgia();
 
 	if (!addr) {
 		snprintf(err, errlen, "no VGIA in the ACPI SSDTs (no vmgenid device, or CONFIG_ACPI missing)");
-		return NULL;
+		return 0;
 	}
 	addr += VMGENID_GUID_OFFSET;
 	if (addr % 8) {
 		snprintf(err, errlen, "GUID address 0x%llx is not 8-byte aligned", (unsigned long long)addr);
-		return NULL;
+		return 0;
 	}
-	base = addr & ~(uint64_t)(page - 1);
-	fd = open("/dev/mem", O_RDONLY | O_SYNC);
+	return addr;
+}
+
+const volatile uint8_t *genid_map_at(uint64_t addr, char *err, size_t errlen)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	uint64_t base = addr & ~(uint64_t)(page - 1);
+	void *map;
+	int fd;
+
+	fd = open("/dev/mem", O_RDONLY | O_SYNC | O_CLOEXEC);
 	if (fd < 0) {
 		snprintf(err, errlen, "cannot open /dev/mem: %s (CONFIG_DEVMEM missing?)", strerror(errno));
 		return NULL;
@@ -94,6 +100,13 @@ const volatile uint8_t *genid_map(char *err, size_t errlen)
 		return NULL;
 	}
 	return (const volatile uint8_t *)map + (addr - base);
+}
+
+const volatile uint8_t *genid_map(char *err, size_t errlen)
+{
+	uint64_t addr = genid_locate(err, errlen);
+
+	return addr ? genid_map_at(addr, err, errlen) : NULL;
 }
 
 void genid_read(const volatile uint8_t *live, uint8_t out[GENID_LEN])

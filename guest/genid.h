@@ -13,6 +13,13 @@
  */
 const volatile uint8_t *genid_map(char *err, size_t errlen);
 
+/*
+ * The two steps of genid_map: the GUID's guest physical address (0 on
+ * failure), and mapping it from there, for a process that knows it.
+ */
+uint64_t genid_locate(char *err, size_t errlen);
+const volatile uint8_t *genid_map_at(uint64_t addr, char *err, size_t errlen);
+
 /* Copy the GUID out, 8 bytes at a time as the hypervisor writes it. */
 void genid_read(const volatile uint8_t *live, uint8_t out[GENID_LEN]);
 

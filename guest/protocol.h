@@ -40,9 +40,11 @@
  *                    per 4 KiB page, CHANGED as seen when the kernel first
  *                    wrote to that page; UNIT 4096
  *   urandom-1MiB     the same with read() of /dev/urandom, 1 MiB at a time
- *   exec             one thread running a program again and again: stream
- *                    0 its AT_RANDOM, stream 1 its stack and mmap bases,
- *                    stream 2 a read of /proc/sys/kernel/random/uuid;
+ *   uuid             as getrandom-16, each call a read of
+ *                    /proc/sys/kernel/random/uuid; UNIT 16
+ *   exec             one process per vCPU exec'ing a program again and
+ *                    again (a chain, no fork): stream 2 * CPU its
+ *                    AT_RANDOM, 2 * CPU + 1 its stack and mmap bases;
  *                    UNIT 16
  */
 #define DUMP_HEADER_FMT "H %s %u"

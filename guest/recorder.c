@@ -22,10 +22,11 @@
  *	handler thread that reads the ID and the clock before it maps the
  *	page: CHANGED says what the ID was when the kernel wrote that page,
  *	and flips in the middle of a call that a fork interrupted.
- *   exec: one thread on CPU 0 runs a program again and again (this binary,
- *	fork + execve): stream 0 its AT_RANDOM, stream 1 its stack and mmap
- *	bases, stream 2 a read of /proc/sys/kernel/random/uuid; the ID is read
- *	before the fork.
+ *   uuid: as getrandom-16, each call a read of
+ *	/proc/sys/kernel/random/uuid (the kernel's get_random_bytes()).
+ *   exec: one process per CPU execs this binary again and again, each
+ *	program recording its AT_RANDOM (stream 2 * CPU) and its stack and
+ *	mmap bases (2 * CPU + 1); the ID is read before each execve().
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -46,6 +47,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include "genid.h"
@@ -102,6 +104,7 @@ static struct worker workers[DUMP_MAX_STREAMS];
 static int nworkers;
 static _Atomic int nstarted;
 static const volatile uint8_t *live_id;
+static uint64_t live_addr;
 static uint8_t start_id[GENID_LEN];
 
 static int64_t mono_ns(void)
@@ -187,43 +190,85 @@ static int failed(void)
 	return atomic_load_explicit(&fail_errno, memory_order_acquire);
 }
 
-/* ---- getrandom-16, insecure-16: short calls on every CPU -------------------- */
+/* ---- getrandom-16, insecure-16, uuid: short calls on every CPU ------------- */
 
 /*
- * The commonest use: a small getrandom() per key or nonce.  The ID is
- * read before the call, so a record marked changed came from a call that
- * began after the hypervisor changed the ID.  Under way after 16 calls.
+ * The commonest use: a small request per key or nonce.  The ID is read
+ * before the call, so a record marked changed came from a call that began
+ * after the hypervisor changed the ID.  Under way after 16 calls.
  */
-static void short_calls(struct worker *w, unsigned int flags)
+struct short_call {
+	const char *what;
+	ssize_t (*draw)(const struct short_call *c, char *out, size_t len);
+	size_t len;		/* what one call returns, at most 64 bytes */
+	unsigned int flags;	/* getrandom()'s */
+	int fd;			/* the uuid file */
+};
+
+static void short_calls(struct worker *w, const struct short_call *c)
 {
-	uint8_t out[RNG_BLOCK_BYTES];
+	char out[64];
 	uint32_t i;
 	ssize_t n;
 	int changed;
 
 	for (i = 1; !failed(); i++) {
 		changed = id_changed();
-		n = getrandom(out, sizeof(out), flags);
-		if (n != sizeof(out)) {
-			fail(n < 0 ? errno : EIO, "getrandom: %s", n < 0 ? strerror(errno) : "short read");
+		n = c->draw(c, out, c->len);
+		if (n != (ssize_t)c->len) {
+			fail(n < 0 ? errno : EIO, "%s: %s", c->what, n < 0 ? strerror(errno) : "short read");
 			return;
 		}
-		if (!add(w->stream, fingerprint(out, sizeof(out)), mono_ns(), changed))
+		if (!add(w->stream, fingerprint(out, c->len), mono_ns(), changed))
 			return;
 		if (i == 16)
 			started(w);
 	}
 }
 
+static ssize_t draw_getrandom(const struct short_call *c, char *out, size_t len)
+{
+	return getrandom(out, len, c->flags);
+}
+
 static void run_getrandom_16(struct worker *w)
 {
-	short_calls(w, 0);
+	const struct short_call c = { "getrandom", draw_getrandom, RNG_BLOCK_BYTES, 0, -1 };
+
+	short_calls(w, &c);
 }
 
 /* For a crng that is not ready yet: GRND_INSECURE never blocks. */
 static void run_insecure_16(struct worker *w)
 {
-	short_calls(w, GRND_INSECURE);
+	const struct short_call c = { "getrandom", draw_getrandom, RNG_BLOCK_BYTES, GRND_INSECURE, -1 };
+
+	short_calls(w, &c);
+}
+
+/*
+ * The kernel's own get_random_bytes(), as user space sees it most
+ * directly: every read of /proc/sys/kernel/random/uuid from offset 0
+ * makes a new UUID from 16 bytes of it.  The record is the 36 characters.
+ */
+#define UUID_FILE "/proc/sys/kernel/random/uuid"
+
+static ssize_t draw_uuid(const struct short_call *c, char *out, size_t len)
+{
+	return pread(c->fd, out, len, 0);
+}
+
+static void run_uuid(struct worker *w)
+{
+	struct short_call c = { UUID_FILE, draw_uuid, 36, 0, -1 };
+
+	c.fd = open(UUID_FILE, O_RDONLY | O_CLOEXEC);
+	if (c.fd < 0) {
+		fail(errno, UUID_FILE ": %s", strerror(errno));
+		return;
+	}
+	short_calls(w, &c);
+	close(c.fd);
 }
 
 /* ---- getrandom-16MiB, urandom-1MiB: long reads, a record per page ------------ */
@@ -516,113 +561,141 @@ static void run_urandom_1mib(struct worker *w)
 /*
  * A program gets randomness before it runs a line of its own: the 16
  * bytes of AT_RANDOM that execve() puts on its stack (the seed of its
- * stack protector and pointer guard) and the bases ASLR picks for its
- * stack and its mappings.  The probe is this binary run again with
- * EXEC_PROBE_ARG; it reports all three through a pipe.  A read of
- * /proc/sys/kernel/random/uuid (get_random_bytes() behind a file) by the
- * recording thread completes each iteration.
+ * stack protector and pointer guard, get_random_bytes()) and the bases
+ * ASLR picks for its stack and its mappings (get_random_long(), batched).
+ *
+ * The programs run as a chain: one process per CPU execs this binary
+ * again and again, each link recording what its execve() gave it before
+ * it execs the next, as wrapper scripts that end in exec do.  A chain
+ * never sleeps between programs.  A loop of fork, exec and wait would:
+ * its parent sleeps at every program, the kernel's fork notification
+ * runs in that gap, and a stock kernel then shows no window at all (0 of
+ * 8 clones here, at 1 and 2 vCPUs), which says more about the loop than
+ * about the kernel.
+ *
+ * The links share the recording through a memfd that survives execve(),
+ * and write a byte to a pipe once 16 programs are recorded.  Each link
+ * reads the live ID just before its execve(); that is what the next
+ * link's record says, as for a call, the ID before the output was made.
  */
-struct exec_report {
-	uint8_t at_random[16];
-	uint64_t where[2];	/* a local on its stack, its first mmap() */
+#define EXEC_UNDER_WAY 16
+
+struct chain {
+	uint64_t id_addr;		/* guest physical address of the live ID */
+	uint8_t start_id[GENID_LEN];
+	uint32_t n;			/* programs to record */
+	uint32_t count;			/* recorded so far */
+	uint32_t changed;		/* the ID before the last execve() */
+	struct record rec[];		/* n AT_RANDOM, then n stack and mmap bases */
 };
 
-int recorder_exec_probe(void)
+static size_t chain_size(uint32_t n)
+{
+	return sizeof(struct chain) + 2 * (size_t)n * sizeof(struct record);
+}
+
+/* The next link; returns only if execve() failed. */
+static void chain_exec(const char *memfd, const char *sync)
+{
+	char *const argv[] = { "/proc/self/exe", EXEC_LINK_ARG, (char *)memfd, (char *)sync, NULL };
+	char *const envp[] = { NULL };
+
+	execve(argv[0], argv, envp);
+}
+
+int recorder_exec_link(const char *memfd_arg, const char *sync_arg)
 {
 	const void *at = (const void *)getauxval(AT_RANDOM);
 	void *map = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	struct exec_report r;
+	uint64_t where[2] = { (uintptr_t)&map, (uintptr_t)map };
+	int64_t t = mono_ns();
+	int memfd = atoi(memfd_arg), sync = atoi(sync_arg);
+	const volatile uint8_t *live;
+	uint8_t id[GENID_LEN];
+	struct chain *c;
+	struct stat st;
+	char err[160];
+	uint32_t i;
 
-	if (!at || map == MAP_FAILED)
+	if (!at || map == MAP_FAILED || fstat(memfd, &st) || (size_t)st.st_size < sizeof(*c))
 		return 1;
-	memcpy(r.at_random, at, sizeof(r.at_random));
-	r.where[0] = (uintptr_t)&r;
-	r.where[1] = (uintptr_t)map;
-	return write(STDOUT_FILENO, &r, sizeof(r)) == sizeof(r) ? 0 : 1;
+	c = mmap(NULL, st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+	if (c == MAP_FAILED || chain_size(c->n) != (size_t)st.st_size || c->count >= c->n)
+		return 1;
+	i = c->count;
+	c->rec[i] = (struct record){ fingerprint(at, 16), t, c->changed };
+	c->rec[c->n + i] = (struct record){ fingerprint(where, sizeof(where)), t, c->changed };
+	c->count = ++i;
+	if (i == EXEC_UNDER_WAY && write(sync, "", 1) != 1)
+		return 1;
+	if (i == c->n)
+		return 0;
+	live = genid_map_at(c->id_addr, err, sizeof(err));
+	if (!live)
+		return 1;
+	genid_read(live, id);
+	c->changed = memcmp(id, c->start_id, GENID_LEN) != 0;
+	chain_exec(memfd_arg, sync_arg);
+	return 1;
 }
 
-/* Fork and exec the probe, its stdout a pipe; 0, or -1 once failed. */
-static int exec_probe_run(struct exec_report *r)
+/* Streams 2 * CPU: the chain's AT_RANDOM; 2 * CPU + 1: its bases. */
+static void run_exec(struct worker *w)
 {
-	char *const argv[] = { "/proc/self/exe", EXEC_PROBE_ARG, NULL }, *const envp[] = { NULL };
-	size_t got = 0;
-	int fd[2], status;
-	ssize_t n;
-	pid_t pid;
+	int memfd = memfd_create("forksafe-exec", MFD_CLOEXEC), sync[2] = { -1, -1 }, status;
+	size_t size = chain_size(per_stream);
+	struct chain *c = MAP_FAILED;
+	char b, fds[2][16];
+	pid_t pid = -1;
+	uint32_t i;
 
-	if (pipe2(fd, O_CLOEXEC)) {
-		fail(errno, "pipe: %s", strerror(errno));
-		return -1;
+	if (memfd < 0 || ftruncate(memfd, size) || pipe2(sync, O_CLOEXEC) ||
+	    (c = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0)) == MAP_FAILED) {
+		fail(errno, "exec chain: %s", strerror(errno));
+		goto out;
 	}
+	c->id_addr = live_addr;
+	memcpy(c->start_id, start_id, GENID_LEN);
+	c->n = per_stream;
+	snprintf(fds[0], sizeof(fds[0]), "%d", memfd);
+	snprintf(fds[1], sizeof(fds[1]), "%d", sync[1]);
 	pid = fork();
 	if (!pid) {
 		/* Only async-signal-safe calls in the child of a threaded process. */
-		if (dup2(fd[1], STDOUT_FILENO) == STDOUT_FILENO)
-			execve(argv[0], argv, envp);
+		close(sync[0]);
+		if (!fcntl(memfd, F_SETFD, 0) && !fcntl(sync[1], F_SETFD, 0))
+			chain_exec(fds[0], fds[1]);
 		_exit(127);
 	}
-	close(fd[1]);
-	while (pid > 0 && got < sizeof(*r)) {
-		n = read(fd[0], (uint8_t *)r + got, sizeof(*r) - got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		got += n;
-	}
-	close(fd[0]);
+	close(sync[1]);
 	if (pid < 0) {
 		fail(errno, "fork: %s", strerror(errno));
-		return -1;
+		goto out;
 	}
+	/* Sleeps until the chain is under way, then until it ends. */
+	if (read(sync[0], &b, 1) == 1)
+		started(w);
 	while (waitpid(pid, &status, 0) < 0)
 		if (errno != EINTR) {
 			fail(errno, "waitpid: %s", strerror(errno));
-			return -1;
+			goto out;
 		}
-	if (!WIFEXITED(status) || WEXITSTATUS(status) || got != sizeof(*r)) {
-		fail(EIO, "the exec probe reported %zu of %zu bytes, status 0x%x", got, sizeof(*r), status);
-		return -1;
+	if (!WIFEXITED(status) || WEXITSTATUS(status) || c->count != c->n) {
+		fail(EIO, "the exec chain stopped after %u of %u programs, status 0x%x",
+		     c->count, c->n, status);
+		goto out;
 	}
-	return 0;
-}
-
-static int read_uuid(char uuid[36])
-{
-	int fd = open("/proc/sys/kernel/random/uuid", O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd < 0 ? -1 : read(fd, uuid, 36);
-
-	if (fd >= 0)
-		close(fd);
-	if (n != 36) {
-		fail(n < 0 ? errno : EIO, "/proc/sys/kernel/random/uuid: %s",
-		     n < 0 ? strerror(errno) : "short read");
-		return -1;
+	for (i = 0; i < c->n; i++) {
+		add(w->stream, c->rec[i].fp, c->rec[i].t_ns, c->rec[i].changed);
+		add(w->stream + 1, c->rec[c->n + i].fp, c->rec[c->n + i].t_ns, c->rec[c->n + i].changed);
 	}
-	return 0;
-}
-
-/* Streams: 0 the probe's AT_RANDOM, 1 its stack and mmap bases, 2 the uuid. */
-static void run_exec(struct worker *w)
-{
-	struct exec_report r;
-	int64_t t_run, t_uuid;
-	int changed, more = 1;
-	char uuid[36];
-
-	while (more && !failed()) {
-		changed = id_changed();
-		if (exec_probe_run(&r))
-			return;
-		t_run = mono_ns();
-		if (read_uuid(uuid))
-			return;
-		t_uuid = mono_ns();
-		add(w->stream, fingerprint(r.at_random, sizeof(r.at_random)), t_run, changed);
-		add(w->stream + 1, fingerprint(r.where, sizeof(r.where)), t_run, changed);
-		more = add(w->stream + 2, fingerprint(uuid, sizeof(uuid)), t_uuid, changed);
-		started(w);
-	}
+out:
+	if (c != MAP_FAILED)
+		munmap(c, size);
+	if (sync[0] >= 0)
+		close(sync[0]);
+	if (memfd >= 0)
+		close(memfd);
 }
 
 /* ---- starting, status, dump ---------------------------------------------------- */
@@ -632,7 +705,8 @@ static const struct shape shapes[] = {
 	{ "insecure-16", RNG_BLOCK_BYTES, 1, 1, run_insecure_16 },
 	{ "getrandom-16MiB", RNG_PAGE_BYTES, 0, 1, run_getrandom_16mib },
 	{ "urandom-1MiB", RNG_PAGE_BYTES, 0, 1, run_urandom_1mib },
-	{ "exec", RNG_BLOCK_BYTES, 0, 3, run_exec },
+	{ "uuid", RNG_BLOCK_BYTES, 1, 1, run_uuid },
+	{ "exec", RNG_BLOCK_BYTES, 1, 2, run_exec },
 };
 
 static const struct shape *shape_find(const char *name)
@@ -758,7 +832,8 @@ int recorder_start(const char *name, unsigned long n, char *err, size_t errlen)
 			 DUMP_MAX_STREAMS);
 		return -1;
 	}
-	live_id = genid_map(err, errlen);
+	live_addr = genid_locate(err, errlen);
+	live_id = live_addr ? genid_map_at(live_addr, err, errlen) : NULL;
 	if (!live_id)
 		return -1;
 	genid_read(live_id, start_id);

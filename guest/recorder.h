@@ -27,10 +27,11 @@ int recorder_status(uint32_t *done, uint32_t *total, char *why, size_t whylen);
 int recorder_dump(void (*out)(const char *line, void *ctx), void *ctx);
 
 /*
- * The exec shape's program: the agent run again with EXEC_PROBE_ARG
- * writes what it got from execve() to stdout and exits (main's status).
+ * A link of the exec shape's chain: the agent run again as
+ * "EXEC_LINK_ARG MEMFD SYNC" records what it got from execve() and execs
+ * the next link, or exits (main's status) once the recording is full.
  */
-#define EXEC_PROBE_ARG "--exec-probe"
-int recorder_exec_probe(void);
+#define EXEC_LINK_ARG "--exec-link"
+int recorder_exec_link(const char *memfd_arg, const char *sync_arg);
 
 #endif

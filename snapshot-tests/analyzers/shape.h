@@ -13,11 +13,12 @@
  *
  * min_window: records per stream that the control must have after the
  * snapshot point before its agreement with the reference means anything.
- * The getrandom() loops record 60000 calls a stream (FORK_BLOCKS in
+ * The getrandom() and uuid loops record 60000 calls a stream (FORK_BLOCKS in
  * snapshot-tests/lib/rng_fork.sh): 10000 of them.  A long read records a
  * page per 4 KiB, 12288 or 4096 of them (shape_records there): 1024 pages,
  * 4 MiB, a quarter of one getrandom-16MiB call.  exec records one program
- * run per record, 1000 of them at a few ms each: 500.  The default is the
+ * per record, 300 a stream (a few ms each, so that the recording ends
+ * before the kernel's next timed reseed): 150.  The default is the
  * shape's so that every caller gets the same; rng-exposure -w overrides it.
  *
  * allowance: records a clone that saw its new GUID may still share with
@@ -37,12 +38,13 @@ struct shape {
 static const struct shape shapes[] = {
 	{ "getrandom-16", RNG_BLOCK_BYTES, 10000, 0 },
 	{ "insecure-16", RNG_BLOCK_BYTES, 10000, 0 },
-	{ "exec", RNG_BLOCK_BYTES, 500, 0 },
+	{ "uuid", RNG_BLOCK_BYTES, 10000, 0 },
+	{ "exec", RNG_BLOCK_BYTES, 150, 0 },
 	{ "getrandom-16MiB", RNG_PAGE_BYTES, 1024, 1 },
 	{ "urandom-1MiB", RNG_PAGE_BYTES, 1024, 1 },
 };
 
-#define SHAPE_NAMES "getrandom-16, insecure-16, exec, getrandom-16MiB, urandom-1MiB"
+#define SHAPE_NAMES "getrandom-16, insecure-16, uuid, exec, getrandom-16MiB, urandom-1MiB"
 
 static inline const struct shape *shape_find(const char *name)
 {
