@@ -5,9 +5,11 @@
 #  - long reads in flight: a thread calling getrandom() for 16 MiB at a
 #    time, the snapshot landing inside a call, every 4 KiB page recorded
 #    with whether the ID had changed when the kernel wrote it;
-#  - reads before the crng is ready: GRND_INSECURE loops in a guest booted
-#    without a trusted cycle counter or RDRAND, snapshotted in CRNG_EARLY,
-#    whose output comes from base_crng.key alone.
+#  - the kernel's own randomness before the crng is ready: programs exec'd
+#    one after another (their AT_RANDOM, and their stack and mmap bases)
+#    in a guest booted without a trusted cycle counter or RDRAND,
+#    snapshotted in CRNG_EARLY, where get_random_bytes() and the batched
+#    get_random_long() come from base_crng.key alone.
 # Patched: no clone shares more than the page in flight with the reference
 # or with another clone (fork-safe).  Stock: both windows are certain, not
 # races (the in-flight call goes on from its state to its end; in
@@ -22,7 +24,7 @@ qemu_setup
 kernels=$(test_kernels)
 ROWS=()
 rng_rows "$RUN_DIR" 2 "$kernels" 1 migrate-file getrandom-16MiB ready
-rng_rows "$RUN_DIR" 2 "$kernels" 1 migrate-file insecure-16 early
+rng_rows "$RUN_DIR" 2 "$kernels" 1 migrate-file exec early
 t_plan $((${#ROWS[@]} * 3))
 rows_judge "${ROWS[@]}"
 # shellcheck disable=SC2034 # v and t_row read VERDICT

@@ -10,9 +10,14 @@
 #                  [--clones N] [--shapes "..."] [--out DIR]
 #
 # --methods and --vcpus apply to getrandom() loops (getrandom-16); the
-# other consumer shapes (--shapes, default all: long reads, exec'd
-# processes, reads before the crng is ready in CRNG_EMPTY and CRNG_EARLY)
-# run on migrate-file at 1 vCPU.
+# other consumer shapes (--shapes, default all: long reads, uuid reads,
+# exec'd programs, reads before the crng is ready in CRNG_EMPTY and
+# CRNG_EARLY) run on migrate-file, each as SHAPE[/CRNG][@VCPUS] (crng
+# ready and 1 vCPU unless said).  uuid and exec run at 2 vCPUs: at 1, the
+# stock kernel's notification work here mostly runs before the next call
+# (the getrandom-16 rows show how often), so a row there rarely has a
+# stock window to compare with; exec also runs in CRNG_EARLY, where the
+# stock window is certain.
 #
 # KERNEL=/path/bzImage measures that kernel alone.  Progress goes to
 # stderr; the tables to stdout and DIR/matrix.md, the rows with their
@@ -29,7 +34,7 @@ kernels=$(test_kernels)
 methods=$SNAP_METHODS
 vcpus_list="1 2"
 nclones=4
-shapes="getrandom-16MiB urandom-1MiB exec insecure-16/empty insecure-16/early"
+shapes="getrandom-16MiB urandom-1MiB uuid@2 exec@2 exec/early insecure-16/empty insecure-16/early"
 out=${RESULTS:-$FORKSAFE_ROOT/results}
 opts_parse fork-matrix --kernels=kernels --methods=methods --vcpus=vcpus_list \
 	--clones=nclones --shapes=shapes --out=out -- "$@"
@@ -41,14 +46,27 @@ opts_counts fork-matrix --clones "$nclones"
 # shellcheck disable=SC2086
 require_kernels fork-matrix $kernels
 
+# shape_rows SHAPE[/CRNG][@VCPUS]...: the rows, or (DRY=1) only the checks.
+shape_rows() {
+	local s shape crng vcpus
+	for s in "$@"; do
+		crng=ready vcpus=1 shape=$s
+		case "$shape" in *@*) vcpus=${shape#*@} shape=${shape%@*} ;; esac
+		case "$shape" in */*) crng=${shape#*/} shape=${shape%/*} ;; esac
+		opts_counts fork-matrix "--shapes' @VCPUS" "$vcpus"
+		shape_records "$shape" >/dev/null
+		case "$crng" in ready | empty | early) ;; *) die "fork-matrix: unknown crng state '$crng' in '$s' (ready, empty, early)" ;; esac
+		[ -n "${DRY:-}" ] || rng_rows "$out/rows" "$nclones" "$kernels" "$vcpus" migrate-file "$shape" "$crng"
+	done
+}
+# shellcheck disable=SC2086 # a list of words
+DRY=1 shape_rows $shapes
+
 mkdir -p "$out/rows"
 ROWS=()
 rng_rows "$out/rows" "$nclones" "$kernels" "$vcpus_list" "$methods"
-for shape in $shapes; do
-	crng=ready
-	case "$shape" in */*) crng=${shape#*/} shape=${shape%/*} ;; esac
-	rng_rows "$out/rows" "$nclones" "$kernels" 1 migrate-file "$shape" "$crng"
-done
+# shellcheck disable=SC2086
+shape_rows $shapes
 rng=("${ROWS[@]}")
 # WireGuard: migrate-file, 1 vCPU, the tunnel streaming and idle.
 ROWS=()
