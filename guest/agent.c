@@ -341,6 +341,26 @@ static int cmd_bench_u32(const char *args)
 	return 0;
 }
 
+/* "burst DEV DST PORT COUNT": COUNT datagrams through DEV, timed (bench.h). */
+static int cmd_burst(const char *args)
+{
+	char dev[32], dst[64], err[256];
+	unsigned long long count;
+	unsigned int port;
+	struct burst b;
+
+	if (sscanf(args, "%31s %63s %u %llu", dev, dst, &port, &count) != 4)
+		return -EINVAL;
+	if (bench_burst(dev, dst, port, count, &b, err, sizeof(err))) {
+		reply("error=%s", err);
+		return -EIO;
+	}
+	reply("sent=%llu", (unsigned long long)b.sent);
+	reply("elapsed_ns=%llu", (unsigned long long)(b.end_ns - b.start_ns));
+	reply("idle_ns=%llu", (unsigned long long)b.idle_ns);
+	return 0;
+}
+
 /* "reseeds": crng reseeds since boot (bench kernels). */
 static int cmd_reseeds(const char *args)
 {
@@ -516,6 +536,7 @@ static const struct command {
 	{ "record", cmd_record },
 	{ "bench", cmd_bench },
 	{ "bench-u32", cmd_bench_u32 },
+	{ "burst", cmd_burst },
 	{ "reseeds", cmd_reseeds },
 	{ "net-up", cmd_net_up },
 	{ "wg-up", cmd_wg_up },

@@ -1,10 +1,21 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The RNG's cost, for make bench-rng: the synchronous generation-ID check
- * is what the patched kernel adds to every call, so it is measured the way
- * the fork matrix loads the RNG, one pinned thread per vCPU: getrandom() in
- * a tight loop, and get_random_u32() through the hook of the *-bench
- * kernels (kernel-patches/bench/).
+ * What the patched kernel's checks cost, for make bench-rng and bench-wg.
+ *
+ * The RNG: the synchronous generation-ID check is what the patched kernel
+ * adds to every call, so it is measured the way the fork matrix loads the
+ * RNG, one pinned thread per vCPU: getrandom() in a tight loop, and
+ * get_random_u32() through the hook of the *-bench kernels
+ * (kernel-patches/bench/).
+ *
+ * WireGuard: the keypair's fork stamp is checked on every packet sent, so
+ * a burst of datagrams through the tunnel is timed on the guest's clock,
+ * from the first sendto() until the device has sent the last one.  In a
+ * guest that counts instructions, that time less the idle time is the
+ * instructions the whole send path executed.  The sender waits for the
+ * device at times (its socket buffer is small, so that WireGuard never
+ * drops), and the clock of a guest that counts instructions jumps ahead
+ * while it idles: the idle time is taken in ns, not /proc/uptime's 10 ms.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -16,7 +27,10 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 #include "bench.h"
 
 #define MAX_THREADS 64
@@ -157,4 +171,133 @@ int bench_reseeds(uint64_t *reseeds, char *err, size_t errlen)
 	if (rc)
 		snprintf(err, errlen, "%s: %s (boot a *-bench kernel)", BENCH_RESEEDS_PATH, strerror(rc));
 	return rc ? -1 : 0;
+}
+
+/* ---- a burst through the tunnel ------------------------------------------- */
+
+#define BURST_MAX (10u * 1000 * 1000)
+#define BURST_DRAIN_NS (30ull * 1000000000)
+#define BURST_SNDBUF 16384	/* blocks the sender rather than letting WireGuard drop */
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+/*
+ * Idle time over all CPUs, in ns: the sum of the idle and iowait sleep
+ * times that /proc/timer_list shows for each CPU (NO_HZ_COMMON), where
+ * /proc/uptime rounds to 10 ms.  0 or an errno.
+ */
+static int idle_ns(uint64_t *ns)
+{
+	unsigned long long v;
+	char line[256], name[32];
+	FILE *f = fopen("/proc/timer_list", "r");
+	int found = 0;
+
+	if (!f)
+		return errno;
+	*ns = 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, " .%31[a-z_] : %llu nsecs", name, &v) == 2 &&
+		    (!strcmp(name, "idle_sleeptime") || !strcmp(name, "iowait_sleeptime"))) {
+			*ns += v;
+			found = 1;
+		}
+	fclose(f);
+	return found ? 0 : ENOENT;
+}
+
+/* Packets DEV has sent, from /proc/net/dev; 0 or an errno. */
+static int tx_packets(const char *dev, uint64_t *n)
+{
+	unsigned long long v[10];
+	char line[512], name[64];
+	FILE *f = fopen("/proc/net/dev", "r");
+	int rc = ENODEV;
+
+	if (!f)
+		return errno;
+	while (rc && fgets(line, sizeof(line), f)) {
+		char *colon = strchr(line, ':');
+
+		if (!colon || sscanf(line, " %63[^:]", name) != 1 || strcmp(name, dev))
+			continue;
+		if (sscanf(colon + 1, "%llu %llu %llu %llu %llu %llu %llu %llu %llu %llu",
+			   &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9]) != 10) {
+			rc = EIO;
+		} else {
+			*n = v[9];
+			rc = 0;
+		}
+	}
+	fclose(f);
+	return rc;
+}
+
+int bench_burst(const char *dev, const char *dst, unsigned int port, uint64_t count,
+		struct burst *b, char *err, size_t errlen)
+{
+	struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons(port) };
+	int fd = -1, sndbuf = BURST_SNDBUF, rc = 0;
+	uint64_t tx0 = 0, idle0 = 0, idle1 = 0, i, deadline;
+	unsigned char d[32] = { 0 };
+
+	memset(b, 0, sizeof(*b));
+	if (!count || count > BURST_MAX || !port || port > 65535 || inet_pton(AF_INET, dst, &to.sin_addr) != 1) {
+		snprintf(err, errlen, "burst: 1..%u datagrams to an IPv4 address and a port 1..65535", BURST_MAX);
+		return -1;
+	}
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf))) {
+		snprintf(err, errlen, "burst: socket: %s", strerror(errno));
+		goto out;
+	}
+	rc = tx_packets(dev, &tx0);
+	rc = rc ? rc : idle_ns(&idle0);
+	if (rc) {
+		snprintf(err, errlen, "burst: %s's packets or the idle time (/proc/timer_list): %s",
+			 dev, strerror(rc));
+		goto out;
+	}
+	b->start_ns = mono_ns();
+	for (i = 0; i < count; i++) {
+		memcpy(d, &i, sizeof(i));
+		if (sendto(fd, d, sizeof(d), 0, (struct sockaddr *)&to, sizeof(to)) != sizeof(d)) {
+			snprintf(err, errlen, "burst: datagram %llu: %s", (unsigned long long)i, strerror(errno));
+			goto out;
+		}
+	}
+	/* Until the device has sent them all; a drop shows as a burst that never drains. */
+	deadline = mono_ns() + BURST_DRAIN_NS;
+	for (;;) {
+		rc = tx_packets(dev, &b->sent);
+		b->sent -= tx0;
+		if (rc || b->sent >= count || mono_ns() > deadline)
+			break;
+		usleep(1000);
+	}
+	b->end_ns = mono_ns();
+	rc = rc ? rc : idle_ns(&idle1);
+	if (rc) {
+		snprintf(err, errlen, "burst: %s's packets or the idle time (/proc/timer_list): %s",
+			 dev, strerror(rc));
+		goto out;
+	}
+	b->idle_ns = idle1 - idle0;
+	close(fd);
+	if (b->sent < count) {
+		snprintf(err, errlen, "burst: %s sent %llu of %llu datagrams", dev,
+			 (unsigned long long)b->sent, (unsigned long long)count);
+		return -1;
+	}
+	return 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	return -1;
 }

@@ -22,4 +22,18 @@ int bench_u32(uint64_t *calls_per_s, int *threads, char *err, size_t errlen);
 /* crng reseeds since boot (kernel/random/bench_reseeds); -1 with err set. */
 int bench_reseeds(uint64_t *reseeds, char *err, size_t errlen);
 
+/*
+ * COUNT datagrams of 32 bytes to DST:PORT through DEV (the tunnel) as fast
+ * as the socket takes them, and the guest's clock from the first until
+ * DEV has sent the last: start and end (CLOCK_MONOTONIC), the idle time
+ * over all CPUs in between (ns, /proc/timer_list) and what DEV sent.  -1 with err
+ * set if DEV sent fewer than COUNT within 30 s of guest time.
+ */
+struct burst {
+	uint64_t start_ns, end_ns, idle_ns, sent;
+};
+
+int bench_burst(const char *dev, const char *dst, unsigned int port, uint64_t count,
+		struct burst *b, char *err, size_t errlen);
+
 #endif

@@ -75,7 +75,7 @@ libvirt_domain_xml() {
 	local dir type=qemu genid="" disk="" cpu=""
 	dir=$(guest_dir "${MACHINE[name]}")
 	[ "${MACHINE[accel]}" = kvm ] && type=kvm
-	if [ -n "${MACHINE[net]}${MACHINE[pcap]}" ] || [ "${MACHINE[deterministic]}" = 1 ] ||
+	if [ -n "${MACHINE[net]}${MACHINE[pcap]}" ] || [ -n "${MACHINE[icount]}" ] ||
 		[ "${#QEMU_PROCESS[@]}" -gt 0 ]; then
 		echo "libvirt: the domain XML has no network, capture, instruction counting or QEMU process options" >&2
 		return 1

@@ -25,6 +25,13 @@ QEMU_PROCESS=() # options of the QEMU process rather than of the machine
 #                    sleep=off), the RTC starts at a fixed date and runs on
 #                    guest time, and the vCPU is qemu64: two boots of one
 #                    kernel run the same instructions until the host speaks
+#   --count-instructions
+#                    guest time counts instructions while the vCPU runs and
+#                    follows the host's clock while it idles (-icount
+#                    shift=0,sleep=on), vCPU qemu64: busy time is
+#                    instructions, and a guest that waits on another (a
+#                    WireGuard peer) does not age faster than the host,
+#                    as it does under --deterministic
 #   --record FILE, --replay FILE
 #                    deterministic, and QEMU records every input of the run
 #                    to FILE, or feeds them back from FILE: a replay runs the
@@ -38,7 +45,7 @@ machine() {
 	local name=$1 kernel=$2
 	shift 2
 	MACHINE=([name]=$name [kernel]=$kernel [initrd]=$INITRAMFS [mem]=$GUEST_MEM [smp]=1
-		[guid]=auto [role]=agent [disk]="" [net]="" [pcap]="" [cpu]="" [deterministic]=0 [append]="" [rr]="")
+		[guid]=auto [role]=agent [disk]="" [net]="" [pcap]="" [cpu]="" [deterministic]=0 [icount]="" [append]="" [rr]="")
 	QEMU_PROCESS=()
 	while [ $# -gt 0 ]; do
 		case "$1" in
@@ -51,6 +58,7 @@ machine() {
 		--pcap) MACHINE[pcap]=$2 ;;
 		--cpu) MACHINE[cpu]=$2 ;;
 		--deterministic) MACHINE[deterministic]=1 MACHINE[cpu]=qemu64; shift; continue ;;
+		--count-instructions) MACHINE[icount]="shift=0,sleep=on" MACHINE[cpu]=qemu64; shift; continue ;;
 		--append) MACHINE[append]=$2 ;;
 		--record | --replay) MACHINE[rr]=",rr=${1#--},rrfile=$2" MACHINE[deterministic]=1 MACHINE[cpu]=qemu64 ;;
 		--loadvm) QEMU_PROCESS+=(-loadvm "$2") ;;
@@ -67,7 +75,10 @@ machine() {
 	fi
 	MACHINE[accel]=$(qemu_accel "$kernel")
 	# Counting instructions is TCG's.
-	if [ "${MACHINE[deterministic]}" = 1 ]; then MACHINE[accel]=tcg; fi
+	if [ "${MACHINE[deterministic]}" = 1 ]; then
+		MACHINE[icount]="shift=0,sleep=off,align=off${MACHINE[rr]}"
+	fi
+	if [ -n "${MACHINE[icount]}" ]; then MACHINE[accel]=tcg; fi
 	MACHINE[cmdline]="console=ttyS0 panic=-1 forksafe.role=${MACHINE[role]}${MACHINE[append]:+ ${MACHINE[append]}}"
 }
 
@@ -88,10 +99,12 @@ machine_qemu_args() {
 	if [ -n "${MACHINE[cpu]}" ]; then
 		QEMU_ARGS+=(-cpu "${MACHINE[cpu]}")
 	fi
+	if [ -n "${MACHINE[icount]}" ]; then
+		QEMU_ARGS+=(-icount "${MACHINE[icount]}")
+	fi
 	if [ "${MACHINE[deterministic]}" = 1 ]; then
 		# shellcheck disable=SC2054 # one argument, commas and all
-		QEMU_ARGS+=(-icount "shift=0,sleep=off,align=off${MACHINE[rr]}"
-			-rtc base=2020-01-01T00:00:00,clock=vm)
+		QEMU_ARGS+=(-rtc base=2020-01-01T00:00:00,clock=vm)
 	fi
 	if [ "${MACHINE[guid]}" != none ]; then
 		QEMU_ARGS+=(-device "vmgenid,id=vmgenid0,guid=${MACHINE[guid]}")
