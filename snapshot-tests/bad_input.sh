@@ -87,6 +87,10 @@ expect_fail "unknown snapshot method" "unknown method 'vmotion'" "$matrix" --met
 expect_fail "unknown driver option" "fork-matrix: unknown option '--clone'" "$matrix" --clone 3
 expect_fail "driver option without its value" "fork-matrix: --out needs a value" "$matrix" --out
 expect_fail "a count that is not one" "fork-matrix: --clones wants whole numbers" "$matrix" --clones 0
+expect_fail "a shape's vCPUs that are not a count" "fork-matrix: --shapes' @VCPUS wants whole numbers" \
+	"$matrix" --shapes "uuid@2 exec@none"
+expect_fail "a shape's crng state that does not exist" "fork-matrix: unknown crng state 'late' in 'exec/late'" \
+	"$matrix" --shapes "exec/late"
 rng_row "$(test_kernels | cut -d' ' -f1)" vmotion 1 2 "$RUN_DIR/row-unknown.json" 2>"$RUN_DIR/row.err" || true
 verdict=$("$BUILD/fork-report" -f verdicts "$RUN_DIR/row-unknown.json")
 t_eq "an unknown method is an error row, with its reason" \
