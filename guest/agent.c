@@ -164,18 +164,6 @@ static int cmd_ping(const char *args)
 	return 0;
 }
 
-/* Idle time summed over CPUs, from /proc/uptime, in ms; -1 if unreadable. */
-static long long idle_ms(void)
-{
-	double up, idle;
-	FILE *f = fopen("/proc/uptime", "r");
-	int n = f ? fscanf(f, "%lf %lf", &up, &idle) : 0;
-
-	if (f)
-		fclose(f);
-	return n == 2 ? (long long)(idle * 1000) : -1;
-}
-
 static int cmd_info(const char *args)
 {
 	char err[256], guid[37];
@@ -190,7 +178,6 @@ static int cmd_info(const char *args)
 	reply("cpus=%ld", sysconf(_SC_NPROCESSORS_ONLN));
 	clock_gettime(CLOCK_BOOTTIME, &ts);
 	reply("uptime_ms=%lld", (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
-	reply("idle_ms=%lld", idle_ms());
 	reply("vmgenid_driver=%s", vmgenid_driver_state());
 	reply("crng=%s", crng_state());
 	reply("crng_wait_ms=%lld", crng_wait_ms);
