@@ -32,6 +32,7 @@
 #include <sys/random.h>
 #include <sys/socket.h>
 #include "bench.h"
+#include "clock.h"
 
 #define MAX_THREADS 64
 #define MAX_SIZE 4096
@@ -179,14 +180,6 @@ int bench_reseeds(uint64_t *reseeds, char *err, size_t errlen)
 #define BURST_DRAIN_NS (30ull * 1000000000)
 #define BURST_SNDBUF 16384	/* blocks the sender rather than letting WireGuard drop */
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
 /*
  * Idle time over all CPUs, in ns: the sum of the idle and iowait sleep
  * times that /proc/timer_list shows for each CPU (NO_HZ_COMMON), where
@@ -273,11 +266,11 @@ int bench_burst(const char *dev, const char *dst, unsigned int port, uint64_t co
 		}
 	}
 	/* Until the device has sent them all; a drop shows as a burst that never drains. */
-	deadline = mono_ns() + BURST_DRAIN_NS;
+	deadline = (uint64_t)mono_ns() + BURST_DRAIN_NS;
 	for (;;) {
 		rc = tx_packets(dev, &b->sent);
 		b->sent -= tx0;
-		if (rc || b->sent >= count || mono_ns() > deadline)
+		if (rc || b->sent >= count || (uint64_t)mono_ns() > deadline)
 			break;
 		usleep(1000);
 	}

@@ -16,6 +16,7 @@
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include "clock.h"
 #include "net.h"
 
 /* ---- running ip and wg -------------------------------------------------- */
@@ -74,14 +75,6 @@ struct stream {
 
 static struct stream streams[MAX_STREAMS];
 
-static uint64_t now_ns(clockid_t clock)
-{
-	struct timespec ts;
-
-	clock_gettime(clock, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
 static void *stream_loop(void *arg)
 {
 	struct stream *s = arg;
@@ -90,7 +83,7 @@ static void *stream_loop(void *arg)
 
 	clock_gettime(CLOCK_MONOTONIC, &next);
 	while (atomic_load(&s->running)) {
-		d.mono_ns = now_ns(CLOCK_MONOTONIC);
+		d.mono_ns = mono_ns();
 		if (getrandom(d.random, sizeof(d.random), 0) != sizeof(d.random))
 			memset(d.random, 0, sizeof(d.random));
 		if (sendto(s->fd, &d, sizeof(d), 0, (struct sockaddr *)&s->dst, sizeof(s->dst)) < 0)
@@ -104,7 +97,7 @@ static void *stream_loop(void *arg)
 			next.tv_sec++;
 		}
 		/* A long pause (a snapshot) must not turn into a burst. */
-		if (now_ns(CLOCK_MONOTONIC) > (uint64_t)next.tv_sec * 1000000000ull + next.tv_nsec + 100000000ull)
+		if ((uint64_t)mono_ns() > (uint64_t)next.tv_sec * 1000000000ull + next.tv_nsec + 100000000ull)
 			clock_gettime(CLOCK_MONOTONIC, &next);
 		clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL);
 	}

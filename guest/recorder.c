@@ -50,6 +50,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include "clock.h"
 #include "genid.h"
 #include "protocol.h"
 #include "recorder.h"
@@ -106,14 +107,6 @@ static _Atomic int nstarted;
 static const volatile uint8_t *live_id;
 static uint64_t live_addr;
 static uint8_t start_id[GENID_LEN];
-
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 /*
  * FNV-1a over 64-bit words, the last one padded with zeros.  Each step is
