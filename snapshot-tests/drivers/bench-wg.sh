@@ -102,15 +102,16 @@ cp "$md.tmp" "$md"
 # from the first sendto() until eth0 has sent the last; that time less
 # the idle time in between (ns, /proc/timer_list) is the instructions the
 # whole send path executed: socket, WireGuard's encryption and fork check,
-# the virtio-net queue.  The peer
-# is another QEMU: its work is not counted.
+# the virtio-net queue.  The peer is another QEMU: its work is not counted.
 # A guest that counts instructions runs slower than the host's clock:
 # BURST_TIMEOUT for one burst's answer.
 BURST_TIMEOUT=300
+# send_burst K N: N datagrams from K's sender to the peer's sink, timed.
+send_burst() { guest_call "ic-$1-vm" -t "$BURST_TIMEOUT" burst eth0 10.10.0.1 "$WG_SINK_PORT" "$2"; }
 for k in stock patched; do
 	tunnel_pair "ic-$k" "$k" --count-instructions
 	# A burst before the handshake would be staged, and WireGuard keeps 128.
-	guest_call "ic-$k-vm" burst eth0 10.10.0.1 "$WG_SINK_PORT" 1 >/dev/null ||
+	send_burst "$k" 1 >/dev/null ||
 		die "bench-wg: $k's first datagram did not leave"
 	wait_until "$WG_HANDSHAKE_TIMEOUT" wg_handshaken "ic-$k-vm" ||
 		die "bench-wg: no handshake on $k in ${WG_HANDSHAKE_TIMEOUT}s"
@@ -118,7 +119,7 @@ done
 for ((r = 1; r <= rounds; r++)); do
 	for k in stock patched; do
 		progress "bench-wg: round $r, $k: a burst of $burst datagrams"
-		b=$(guest_call "ic-$k-vm" -t "$BURST_TIMEOUT" burst eth0 10.10.0.1 "$WG_SINK_PORT" "$burst") ||
+		b=$(send_burst "$k" "$burst") ||
 			die "bench-wg: $k's burst failed: $(agent_field error <<<"${b:-}")"
 		sent=$(agent_field sent <<<"$b") el=$(agent_field elapsed_ns <<<"$b") idle=$(agent_field idle_ns <<<"$b")
 		[ "$el" -gt "$idle" ] || die "bench-wg: $k's burst took no busy time ($el ns, $idle idle)"
