@@ -661,6 +661,7 @@ static void run_exec(struct worker *w)
 		_exit(127);
 	}
 	close(sync[1]);
+	sync[1] = -1;
 	if (pid < 0) {
 		fail(errno, "fork: %s", strerror(errno));
 		goto out;
@@ -687,6 +688,8 @@ out:
 		munmap(c, size);
 	if (sync[0] >= 0)
 		close(sync[0]);
+	if (sync[1] >= 0)
+		close(sync[1]);
 	if (memfd >= 0)
 		close(memfd);
 }
