@@ -72,7 +72,7 @@ CLEANUP_HOOKS+=(libvirt_cleanup)
 # (machine.sh), with <genid/> for the vmgenid device.  A part of the
 # description that libvirt cannot express here is an error, not dropped.
 libvirt_domain_xml() {
-	local dir type=qemu genid="" disk="" cpu=""
+	local dir type=qemu genid="" disk="" cpu="" rng=""
 	dir=$(guest_dir "${MACHINE[name]}")
 	[ "${MACHINE[accel]}" = kvm ] && type=kvm
 	if [ -n "${MACHINE[net]}${MACHINE[pcap]}" ] || [ -n "${MACHINE[icount]}" ] ||
@@ -90,6 +90,12 @@ libvirt_domain_xml() {
 		disk="<disk type='file' device='disk'><driver name='qemu' type='qcow2' cache='unsafe'/>"
 		disk+="<source file='${MACHINE[disk]}'/><target dev='vda' bus='virtio'/></disk>"
 	fi
+	if [ -n "${MACHINE[seed_disk]}" ]; then
+		disk+="<disk type='file' device='disk'><driver name='qemu' type='raw' cache='writeback'/>"
+		disk+="<source file='${MACHINE[seed_disk]}'/><target dev='vdb' bus='virtio'/>"
+		disk+="<serial>$SEED_DISK_SERIAL</serial></disk>"
+	fi
+	[ "${MACHINE[rng]}" = 0 ] || rng="<rng model='virtio'><backend model='builtin'/></rng>"
 	cat <<-EOF
 		<domain type='$type'>
 		  <name>$(libvirt_dom "${MACHINE[name]}")</name>
@@ -110,6 +116,7 @@ libvirt_domain_xml() {
 		  <devices>
 		    <emulator>$(command -v "$QEMU")</emulator>
 		    $disk
+		    $rng
 		    <serial type='file'><source path='$dir/console.log' append='on'/><target port='0'/></serial>
 		    <channel type='unix'>
 		      <source mode='bind' path='$dir/agent.sock'/>

@@ -9,6 +9,7 @@
 # is added here, and both kinds of guest have it.
 
 declare -A MACHINE=()
+SEED_DISK_SERIAL=forksafe-seed # guest/init.c looks for it
 QEMU_PROCESS=() # options of the QEMU process rather than of the machine
 
 # machine NAME KERNEL [options]
@@ -21,10 +22,18 @@ QEMU_PROCESS=() # options of the QEMU process rather than of the machine
 #   --net SOCK,MAC   virtio-net on a switch_start switch
 #   --pcap FILE      that network's traffic, captured by QEMU (QEMU only)
 #   --cpu MODEL      the vCPU model (QEMU's default, qemu64 under TCG: no RDRAND)
+#   --rng            a virtio-rng device (QEMU's built-in backend)
+#   --seed-disk FILE a raw ext4 image as a virtio disk with the serial
+#                    forksafe-seed, which the guest's init mounts as the seed
+#                    tool's directory when forksafe.seed= is set
 #   --deterministic  guest time counts instructions (-icount shift=0,
 #                    sleep=off), the RTC starts at a fixed date and runs on
-#                    guest time, and the vCPU is qemu64: two boots of one
-#                    kernel run the same instructions until the host speaks
+#                    guest time, the vCPU is qemu64, and virtio devices
+#                    answer the guest in its own vCPU thread (ioeventfd=off;
+#                    with ioeventfd QEMU's main loop answers whenever the
+#                    host schedules it, and one boot in two or three parted
+#                    from the others within 400 ms): two boots of one kernel
+#                    run the same instructions until the host speaks
 #   --count-instructions
 #                    guest time counts instructions while the vCPU runs and
 #                    follows the host's clock while it idles (-icount
@@ -45,7 +54,7 @@ machine() {
 	local name=$1 kernel=$2
 	shift 2
 	MACHINE=([name]=$name [kernel]=$kernel [initrd]=$INITRAMFS [mem]=$GUEST_MEM [smp]=1
-		[guid]=auto [role]=agent [disk]="" [net]="" [pcap]="" [cpu]="" [deterministic]=0 [icount]="" [append]="" [rr]="")
+		[guid]=auto [role]=agent [disk]="" [net]="" [pcap]="" [cpu]="" [rng]=0 [seed_disk]="" [deterministic]=0 [icount]="" [append]="" [rr]="")
 	QEMU_PROCESS=()
 	while [ $# -gt 0 ]; do
 		case "$1" in
@@ -57,6 +66,8 @@ machine() {
 		--net) MACHINE[net]=$2 ;;
 		--pcap) MACHINE[pcap]=$2 ;;
 		--cpu) MACHINE[cpu]=$2 ;;
+		--rng) MACHINE[rng]=1; shift; continue ;;
+		--seed-disk) MACHINE[seed_disk]=$2 ;;
 		--deterministic) MACHINE[deterministic]=1 MACHINE[cpu]=qemu64; shift; continue ;;
 		--count-instructions) MACHINE[icount]="shift=0,sleep=on" MACHINE[cpu]=qemu64; shift; continue ;;
 		--append) MACHINE[append]=$2 ;;
@@ -84,8 +95,9 @@ machine() {
 
 # The QEMU command line of the machine described last, in QEMU_ARGS.
 machine_qemu_args() {
-	local dir
+	local dir vio=""
 	dir=$(guest_dir "${MACHINE[name]}")
+	[ "${MACHINE[deterministic]}" = 0 ] || vio=,ioeventfd=off
 	QEMU_ARGS=(
 		-nodefaults -no-user-config -display none -no-reboot
 		-machine q35 -accel "${MACHINE[accel]}" -m "${MACHINE[mem]}" -smp "${MACHINE[smp]}"
@@ -93,7 +105,7 @@ machine_qemu_args() {
 		-serial "file:$dir/console.log"
 		-qmp "unix:$dir/qmp.sock,server=on,wait=off"
 		-chardev "socket,id=agent,path=$dir/agent.sock,server=on,wait=off"
-		-device "virtio-serial-pci,id=vser"
+		-device "virtio-serial-pci,id=vser$vio"
 		-device "virtserialport,bus=vser.0,chardev=agent,name=$AGENT_PORT"
 	)
 	if [ -n "${MACHINE[cpu]}" ]; then
@@ -112,9 +124,16 @@ machine_qemu_args() {
 	if [ -n "${MACHINE[disk]}" ]; then
 		QEMU_ARGS+=(-drive "if=none,id=snapdisk,format=qcow2,cache=unsafe,file=${MACHINE[disk]}")
 	fi
+	if [ "${MACHINE[rng]}" = 1 ]; then
+		QEMU_ARGS+=(-device "virtio-rng-pci$vio")
+	fi
+	if [ -n "${MACHINE[seed_disk]}" ]; then
+		QEMU_ARGS+=(-drive "if=none,id=seeddisk,format=raw,cache=writeback,file=${MACHINE[seed_disk]}"
+			-device "virtio-blk-pci,drive=seeddisk,serial=$SEED_DISK_SERIAL$vio")
+	fi
 	if [ -n "${MACHINE[net]}" ]; then
 		QEMU_ARGS+=(-netdev "vde,id=net0,sock=${MACHINE[net]%,*}"
-			-device "virtio-net-pci,netdev=net0,mac=${MACHINE[net]##*,}")
+			-device "virtio-net-pci,netdev=net0,mac=${MACHINE[net]##*,}$vio")
 	fi
 	if [ -n "${MACHINE[pcap]}" ]; then
 		QEMU_ARGS+=(-object "filter-dump,id=dump0,netdev=net0,file=${MACHINE[pcap]}")
