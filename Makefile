@@ -5,6 +5,8 @@
 #                     METHODS="migrate-file ..." VCPUS="1 2" CLONES=4
 #   make bench-rng    what the series buys and costs for the RNG
 #   make bench-wg     the same for WireGuard
+#   make cold-clones  boots of one golden image: identical RNG output or not
+#                     CLONES=3, COLD_ROWS="det,fresh,none,qemu64,no ..."
 #   make check        build everything and run snapshot-tests/ (KTAP)
 #                     TESTS="boot_vmgenid ..." a subset
 # Developers:
@@ -35,7 +37,7 @@ DEBS := linux-source-6.1 bc bison flex libelf-dev libssl-dev cpio xz-utils file 
 	libjson-c-dev libpcap-dev jq shellcheck python3-ply python3-git chromium
 
 .PHONY: all help deps kernel kernel-stock kernel-kunit kernel-debug kernel-bench kernel-tree refresh-patches \
-	checkpatch guest tools corpus check demo bench-rng bench-wg mutants fuzz clean
+	checkpatch guest tools corpus check demo bench-rng bench-wg cold-clones mutants fuzz clean
 
 all: kernel kernel-stock guest tools
 
@@ -92,8 +94,16 @@ AGENT_H := guest/clock.h guest/genid.h guest/recorder.h guest/bench.h guest/net.
 $(BUILD)/forksafe-agent: $(AGENT_SRC) $(AGENT_H) | $(BUILD)
 	$(CC) $(GUEST_CFLAGS) -pthread -o $@ $(filter %.c,$^)
 
-$(BUILD)/initramfs.cpio: $(BUILD)/init $(BUILD)/forksafe-agent guest/build-initramfs.sh
-	guest/build-initramfs.sh $@ $(BUILD)/init $(BUILD)/forksafe-agent
+# The seed tool (guest/seed.c) and the cold-boot sampler (guest/cold.c).
+$(BUILD)/forksafe-seed: guest/seed.c guest/sha256.c guest/genid.c guest/sha256.h guest/genid.h | $(BUILD)
+	$(CC) $(GUEST_CFLAGS) -o $@ $(filter %.c,$^)
+
+$(BUILD)/forksafe-cold: guest/cold.c | $(BUILD)
+	$(CC) $(GUEST_CFLAGS) -o $@ $^
+
+GUEST_PROGRAMS := $(BUILD)/forksafe-agent $(BUILD)/forksafe-seed $(BUILD)/forksafe-cold
+$(BUILD)/initramfs.cpio: $(BUILD)/init $(GUEST_PROGRAMS) guest/build-initramfs.sh
+	guest/build-initramfs.sh $@ $(BUILD)/init $(GUEST_PROGRAMS)
 
 # ---- host tools ----------------------------------------------------------------
 # They include guest/protocol.h, what the agent and the host share.
@@ -189,6 +199,13 @@ mutants: deps
 bench-wg: deps
 	@$(MAKE) --no-print-directory kernel kernel-stock guest tools
 	@snapshot-tests/drivers/bench-wg.sh
+
+# CLONES here defaults to 3 boots per row (demo's 4 is for forks).
+cold-clones: deps
+	@$(MAKE) --no-print-directory kernel kernel-stock guest tools
+	@snapshot-tests/drivers/cold-clones.sh \
+		--clones "$(if $(filter command line environment,$(origin CLONES)),$(CLONES),3)" \
+		$(if $(COLD_ROWS),--rows "$(COLD_ROWS)")
 
 clean:
 	rm -rf $(BUILD)

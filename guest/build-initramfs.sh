@@ -1,10 +1,11 @@
 #!/bin/bash
-# Pack the guest initramfs: our init and agent, busybox-static, and
+# Pack the guest initramfs: our init and programs, busybox-static, and
 # wireguard-tools' wg with the shared libraries ldd names for it.
-#   build-initramfs.sh OUT.cpio INIT AGENT
+#   build-initramfs.sh OUT.cpio INIT PROGRAM...   (programs go to /bin)
 set -euo pipefail
 
-out=$1 init=$2 agent=$3
+out=$1 init=$2
+shift 2
 die() { echo "initramfs: $*" >&2; exit 1; }
 busybox=$(command -v busybox || true)
 wg=$(command -v wg || true)
@@ -15,9 +16,11 @@ file -L "$busybox" 2>/dev/null | grep -q 'statically linked' ||
 
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
-mkdir -p "$stage"/{bin,sbin,usr/bin,dev,proc,sys,tmp,etc}
+mkdir -p "$stage"/{bin,sbin,usr/bin,dev,proc,sys,tmp,etc,var/lib/forksafe-seed}
 install -m 0755 "$init" "$stage/init"
-install -m 0755 "$agent" "$stage/bin/forksafe-agent"
+for prog in "$@"; do
+	install -m 0755 "$prog" "$stage/bin/$(basename "$prog")"
+done
 install -m 0755 "$busybox" "$stage/bin/busybox"
 for applet in sh ip ping ls cat dmesg sleep echo mount; do
 	ln -s busybox "$stage/bin/$applet"

@@ -2,13 +2,26 @@
 /*
  * PID 1 of the forksafe test guests.
  *
- * It mounts the pseudo filesystems, reads its role from the kernel command
- * line (forksafe.role=...), runs that role and powers the machine off when
- * the role ends, so the host sees QEMU exit.  Everything else the guest does
- * lives in the agent, which the host drives over virtio-serial.
+ * It mounts the pseudo filesystems, runs the boot services the kernel
+ * command line asks for, reads its role from there (forksafe.role=...),
+ * runs that role and powers the machine off when the role ends, so the host
+ * sees QEMU exit.  Everything else the guest does lives in the agent, which
+ * the host drives over virtio-serial.
+ *
+ * Roles: agent (the default), cold (forksafe-cold, with the seed mode of
+ * forksafe.cold=), none (the boot services alone), probe, shell.
+ *
+ * Boot services, as a distribution's init would run them: the disk whose
+ * serial is forksafe-seed (ext4), if there is one, is mounted as the seed
+ * tool's directory; forksafe.seed=load runs
+ * forksafe-seed load before the role (forksafe.seedfault=STEP:ACTION passes
+ * --fault), forksafe.seed=load,watch also keeps forksafe-seed watch running
+ * beside it (forksafe.seedwatch=MS its interval).
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +30,10 @@
 #include <sys/reboot.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+
+#define SEED_DIR "/var/lib/forksafe-seed"
+#define SEED_TOOL "/bin/forksafe-seed"
+#define SEED_SERIAL "forksafe-seed" /* machine.sh --seed-disk */
 
 static void say(const char *fmt, const char *arg)
 {
@@ -27,9 +44,17 @@ static void say(const char *fmt, const char *arg)
 	fflush(stdout);
 }
 
+static pid_t seed_watch;
+static int seed_disk;
+
 static __attribute__((noreturn)) void power_off(void)
 {
+	/* A clean shutdown: the seed watcher ends, the seed disk unmounts. */
+	if (seed_watch > 0 && !kill(seed_watch, SIGTERM))
+		waitpid(seed_watch, NULL, 0);
 	sync();
+	if (seed_disk && umount(SEED_DIR))
+		say("cannot unmount the seed disk: %s", strerror(errno));
 	reboot(RB_POWER_OFF);
 	say("reboot(RB_POWER_OFF) failed: %s", strerror(errno));
 	for (;;)
@@ -43,10 +68,10 @@ static void mount_or_warn(const char *src, const char *dst, const char *type)
 		say("cannot mount %s", dst);
 }
 
-/* The value of forksafe.<key>= on the kernel command line, or NULL. */
+/* The value of forksafe.<key>= on the kernel command line (a copy), or NULL. */
 static char *cmdline_param(const char *key)
 {
-	static char line[4096];
+	char line[4096];
 	char want[64], *tok, *save;
 	FILE *f = fopen("/proc/cmdline", "r");
 
@@ -58,7 +83,7 @@ static char *cmdline_param(const char *key)
 	snprintf(want, sizeof(want), "forksafe.%s=", key);
 	for (tok = strtok_r(line, " \n", &save); tok; tok = strtok_r(NULL, " \n", &save))
 		if (!strncmp(tok, want, strlen(want)))
-			return tok + strlen(want);
+			return strdup(tok + strlen(want));
 	return NULL;
 }
 
@@ -84,10 +109,77 @@ static int run(char *const argv[])
 	}
 }
 
+/* ---- boot services ------------------------------------------------------ */
+
+/* The seed disk: the virtio disk whose serial is SEED_SERIAL, ext4. */
+static void mount_seed_disk(void)
+{
+	char path[64], serial[64], dev[32];
+	struct dirent *d;
+	FILE *f;
+	DIR *dir = opendir("/sys/block");
+
+	while (dir && (d = readdir(dir))) {
+		snprintf(path, sizeof(path), "/sys/block/%.16s/serial", d->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (!fgets(serial, sizeof(serial), f))
+			serial[0] = '\0';
+		fclose(f);
+		if (strncmp(serial, SEED_SERIAL, strlen(SEED_SERIAL)))
+			continue;
+		snprintf(dev, sizeof(dev), "/dev/%.16s", d->d_name);
+		mkdir(SEED_DIR, 0700);
+		if (mount(dev, SEED_DIR, "ext4", 0, NULL))
+			say("cannot mount the seed disk: %s", strerror(errno));
+		else
+			seed_disk = 1;
+		break;
+	}
+	if (dir)
+		closedir(dir);
+}
+
+static void seed_services(void)
+{
+	char *want = cmdline_param("seed"), *fault = cmdline_param("seedfault");
+	char *interval = cmdline_param("seedwatch");
+	char *load[] = { SEED_TOOL, "load", NULL, NULL, NULL };
+	char *watch[] = { SEED_TOOL, "watch", NULL, NULL, NULL };
+	char status[16];
+
+	mount_seed_disk();
+	if (!want)
+		return;
+	if (strstr(want, "load")) {
+		if (fault) {
+			load[1] = "--fault";
+			load[2] = fault;
+			load[3] = "load";
+		}
+		snprintf(status, sizeof(status), "%d", run(load));
+		say("forksafe-seed load exited with status %s", status);
+	}
+	if (strstr(want, "watch")) {
+		if (interval) {
+			watch[1] = "--interval";
+			watch[2] = interval;
+			watch[3] = "watch";
+		}
+		seed_watch = fork();
+		if (!seed_watch) {
+			execv(watch[0], watch);
+			_exit(127);
+		}
+	}
+}
+
 int main(void)
 {
 	char *role, *agent[] = { "/bin/forksafe-agent", NULL };
 	char *shell[] = { "/bin/sh", NULL };
+	char *cold[] = { "/bin/forksafe-cold", NULL, NULL };
 	char status[16];
 
 	mount_or_warn("proc", "/proc", "proc");
@@ -96,6 +188,7 @@ int main(void)
 	mount_or_warn("tmpfs", "/tmp", "tmpfs");
 	setenv("PATH", "/bin:/sbin:/usr/bin", 1);
 
+	seed_services();
 	role = cmdline_param("role");
 	if (!role)
 		role = "agent";
@@ -104,6 +197,11 @@ int main(void)
 	if (!strcmp(role, "probe")) {
 		/* The host's accelerator probe: reaching here is the answer. */
 		say("%s", "probe ok");
+	} else if (!strcmp(role, "cold")) {
+		cold[1] = cmdline_param("cold");
+		run(cold);
+	} else if (!strcmp(role, "none")) {
+		/* The boot services were the point. */
 	} else if (!strcmp(role, "shell")) {
 		run(shell);
 	} else if (!strcmp(role, "agent")) {
