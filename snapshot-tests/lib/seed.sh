@@ -1,0 +1,57 @@
+# shellcheck shell=bash
+# Seed files for guests, two ways.  Sourced by measure.sh; defines
+# functions only.
+#
+#  - seed_disk: a small ext4 image that the guest's init mounts as the seed
+#    tool's directory (machine.sh --seed-disk, guest/seed.c); it outlives
+#    the guest, for the crash tests.  Byte for byte the same for the same
+#    seed (fixed UUID, hash seed and times).
+#  - seed_initramfs: the suite's initramfs with a seed file appended (the
+#    kernel unpacks concatenated archives in turn), for the cold clones:
+#    a disk's reads complete on QEMU's I/O threads, whenever the host runs
+#    them, and that alone parts deterministic boots, while an initramfs is
+#    unpacked by the guest's own instructions.
+
+SEED_DISK_SIZE=8M
+SEED_DISK_UUID=2b7d3e9a-5c11-4f00-8e6b-0a1b2c3d4e5f
+SEED_DISK_TIME=1577836800 # 2020-01-01, the deterministic guests' RTC
+
+# seed_bytes TAG: 512 bytes that stand for a golden image's seed, one set
+# of bytes per TAG.
+seed_bytes() {
+	local s
+	s=$(for i in $(seq 1 20); do printf 'forksafe %s image seed %03d\n' "$1" "$i"; done)
+	printf '%s' "${s:0:512}"
+}
+
+# seed_disk OUT.img [TAG [NAME]]: a seed disk holding TAG's seed as NAME
+# (seed.credit unless said), or an empty one without TAG.
+seed_disk() {
+	local out=$1 tag=${2:-} name=${3:-seed.credit} stage
+	command -v mkfs.ext4 >/dev/null || die "seed: mkfs.ext4 not found: run 'make deps' (package e2fsprogs)"
+	stage=$(mktemp -d "$RUN_DIR/seed-stage.XXXXXX")
+	if [ -n "$tag" ]; then
+		seed_bytes "$tag" >"$stage/$name"
+		chmod 0400 "$stage/$name"
+		touch -d "@$SEED_DISK_TIME" "$stage/$name"
+	fi
+	E2FSPROGS_FAKE_TIME=$SEED_DISK_TIME mkfs.ext4 -q -F -U "$SEED_DISK_UUID" \
+		-E "hash_seed=$SEED_DISK_UUID,root_owner=0:0" -d "$stage" "$out" "$SEED_DISK_SIZE" ||
+		die "seed: mkfs.ext4 failed for $out"
+	rm -rf "$stage"
+}
+
+# seed_initramfs OUT.cpio TAG: $INITRAMFS with TAG's seed as
+# /var/lib/forksafe-seed/seed.credit.
+seed_initramfs() {
+	local out=$1 stage
+	stage=$(mktemp -d "$RUN_DIR/seed-stage.XXXXXX")
+	mkdir -p "$stage/var/lib/forksafe-seed"
+	seed_bytes "$2" >"$stage/var/lib/forksafe-seed/seed.credit"
+	chmod 0400 "$stage/var/lib/forksafe-seed/seed.credit"
+	find "$stage" -exec touch -h -d "@$SEED_DISK_TIME" {} +
+	cp "$INITRAMFS" "$out"
+	(cd "$stage" && find var -print0 | LC_ALL=C sort -z |
+		cpio --null -o -H newc --owner=0:0 --reproducible --quiet) >>"$out" || die "seed: cpio failed for $out"
+	rm -rf "$stage"
+}
