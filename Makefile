@@ -84,7 +84,8 @@ checkpatch:
 	@kernel-patches/kernel.sh checkpatch
 
 # ---- guest userspace -----------------------------------------------------------
-guest: $(BUILD)/initramfs.cpio
+SEED_MUTANTS := $(basename $(notdir $(wildcard guest/mutants/*.patch)))
+guest: $(BUILD)/initramfs.cpio $(SEED_MUTANTS:%=$(BUILD)/initramfs-seed-mutant-%.cpio)
 
 $(BUILD)/init: guest/init.c | $(BUILD)
 	$(CC) $(GUEST_CFLAGS) -o $@ $^
@@ -105,11 +106,24 @@ GUEST_PROGRAMS := $(BUILD)/forksafe-agent $(BUILD)/forksafe-seed $(BUILD)/forksa
 $(BUILD)/initramfs.cpio: $(BUILD)/init $(GUEST_PROGRAMS) guest/build-initramfs.sh
 	guest/build-initramfs.sh $@ $(BUILD)/init $(GUEST_PROGRAMS)
 
+# The seed tool's mutants (guest/mutants/NAME.patch, each a bug the crash
+# tests must catch): an initramfs each, the mutant in the tool's place.
+$(BUILD)/seed-mutant-%/forksafe-seed: guest/mutants/%.patch guest/seed.c guest/sha256.c guest/genid.c guest/sha256.h guest/genid.h
+	mkdir -p $(@D)
+	cp guest/seed.c $(@D)/seed.c
+	patch -s $(@D)/seed.c $<
+	$(CC) $(GUEST_CFLAGS) -Iguest -o $@ $(@D)/seed.c guest/sha256.c guest/genid.c
+
+# Kept (make would delete them as intermediates and rebuild them each time).
+.SECONDARY: $(SEED_MUTANTS:%=$(BUILD)/seed-mutant-%/forksafe-seed)
+$(BUILD)/initramfs-seed-mutant-%.cpio: $(BUILD)/seed-mutant-%/forksafe-seed $(BUILD)/init $(GUEST_PROGRAMS) guest/build-initramfs.sh
+	guest/build-initramfs.sh $@ $(BUILD)/init $(BUILD)/forksafe-agent $< $(BUILD)/forksafe-cold
+
 # ---- host tools ----------------------------------------------------------------
 # They include guest/protocol.h, what the agent and the host share.
 AN := snapshot-tests/analyzers
 TOOLS := $(BUILD)/qmp $(BUILD)/agent-call $(BUILD)/rng-exposure $(BUILD)/fork-report \
-	$(BUILD)/wg-detect $(BUILD)/pcap-synth
+	$(BUILD)/wg-detect $(BUILD)/pcap-synth $(BUILD)/forksafe-seed-host
 tools: $(TOOLS)
 
 HOST := $(CC) $(HOST_CFLAGS) -Iguest
@@ -123,6 +137,11 @@ $(BUILD)/wg-detect: $(AN)/wg-detect.c $(AN)/wgpcap.c $(AN)/wgpcap.h $(TOOL_SRC) 
 
 $(BUILD)/fork-report: $(AN)/fork-report.c $(AN)/shape.h guest/protocol.h $(TOOL_SRC) | $(BUILD)
 	$(HOST) -o $@ $(filter %.c,$^) -ljson-c -lm
+
+# The seed tool on the host, sanitized, for its self-test and its options;
+# it never runs a command that touches the host's RNG.
+$(BUILD)/forksafe-seed-host: guest/seed.c guest/sha256.c guest/genid.c guest/sha256.h guest/genid.h | $(BUILD)
+	$(HOST) -o $@ $(filter %.c,$^)
 
 $(BUILD)/pcap-synth: $(AN)/pcap-synth.c $(AN)/wgpcap.h $(TOOL_SRC) | $(BUILD)
 	$(HOST) -o $@ $(filter %.c,$^)

@@ -9,6 +9,7 @@
  *   forksafe-seed [--dir DIR] watch [--interval MS]
  *                                       refresh the seed whenever the VM forks
  *   forksafe-seed selftest              SHA-256 against known answers
+ *   forksafe-seed fault-steps           the steps --fault can stop at
  *
  * The semantics are SeedRNG's, which is what systemd-random-seed also does:
  * a seed is unlinked, and the unlink made durable, before the kernel gets
@@ -415,7 +416,7 @@ static int cmd_selftest(void)
 static __attribute__((noreturn)) void usage(const char *why)
 {
 	say("%s (usage: forksafe-seed [--dir DIR] [--interval MS] [--fault STEP:kill|cut] "
-	    "load|refresh|watch|selftest)", why);
+	    "load|refresh|watch|selftest|fault-steps)", why);
 	exit(2);
 }
 
@@ -454,6 +455,11 @@ int main(int argc, char **argv)
 	cmd = argv[optind];
 	if (!strcmp(cmd, "selftest"))
 		return cmd_selftest();
+	if (!strcmp(cmd, "fault-steps")) {
+		for (c = 0; steps[c]; c++)
+			puts(steps[c]);
+		return 0;
+	}
 	if (strcmp(cmd, "load") && strcmp(cmd, "refresh") && strcmp(cmd, "watch"))
 		usage("unknown command");
 	dir_fd = open(dir_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

@@ -30,6 +30,7 @@ seed_disk() {
 	local out=$1 tag=${2:-} name=${3:-seed.credit} stage
 	command -v mkfs.ext4 >/dev/null || die "seed: mkfs.ext4 not found: run 'make deps' (package e2fsprogs)"
 	stage=$(mktemp -d "$RUN_DIR/seed-stage.XXXXXX")
+	: >"$out" # mkfs.ext4 announces the files it creates
 	if [ -n "$tag" ]; then
 		seed_bytes "$tag" >"$stage/$name"
 		chmod 0400 "$stage/$name"
@@ -54,4 +55,26 @@ seed_initramfs() {
 	(cd "$stage" && find var -print0 | LC_ALL=C sort -z |
 		cpio --null -o -H newc --owner=0:0 --reproducible --quiet) >>"$out" || die "seed: cpio failed for $out"
 	rm -rf "$stage"
+}
+
+# seed_id TAG: how forksafe-seed's log names TAG's seed (its SHA-256's
+# first 8 bytes).
+seed_id() { seed_bytes "$1" | sha256sum | cut -c1-16; }
+
+SEED_BOOT_TIMEOUT=${SEED_BOOT_TIMEOUT:-120} # a boot that runs the seed tool to its power-off
+
+# seed_boot NAME KERNEL DISK APPEND [machine options]: boot with DISK as the
+# seed disk and APPEND on the kernel command line (forksafe.seed=...),
+# role none: the boot services run and the guest powers off.  The seed
+# tool's lines, and init's about it, go to stdout.
+seed_boot() {
+	local name=$1 kernel=$2 disk=$3 append=$4
+	shift 4
+	guest_start "$name" "$kernel" --role none --seed-disk "$disk" --append "$append" "$@" || return 1
+	guest_wait_exit "$name" "$SEED_BOOT_TIMEOUT" || {
+		echo "seed: $name did not power off within ${SEED_BOOT_TIMEOUT}s: $(guest_console_tail "$name")" >&2
+		guest_quit "$name"
+		return 1
+	}
+	tr -d '\r' <"$(guest_dir "$name")/console.log" | grep -a -E 'forksafe-seed|forksafe-init: (forksafe-seed|cannot)' || true
 }
