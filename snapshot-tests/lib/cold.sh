@@ -76,7 +76,8 @@ cold_measure() {
 	cold_opts "$@"
 	case "$3" in write-other) seed_initramfs "$ROW_DIR/golden.cpio" other ;; *) seed_initramfs "$ROW_DIR/golden.cpio" golden ;; esac
 	for i in $(seq 1 "$n"); do
-		name=${ROW_DIR##*/}.clone$i
+		# Short: the agent's socket path must fit a sockaddr_un.
+		name=cold-$(cksum <<<"$ROW_DIR" | cut -d' ' -f1)-$i
 		# TCG for both clocks: instruction counting is TCG's, and the
 		# ordinary rows measure TCG's timing (KVM's would differ more).
 		ACCEL=tcg INITRAMFS=$ROW_DIR/golden.cpio guest_start "$name" "$(kernel_path "$kname")" "${COLD_OPTS[@]}"
