@@ -1,7 +1,8 @@
 #!/bin/bash
 # Known answers: the analyzers can report what they are there to report.
 # rng-exposure and fork-report read small hand-made recordings, wg-detect
-# small hand-made captures (snapshot-tests/analyzers/kat/, whose README
+# small hand-made captures, cold-report.jq hand-made cold-clone rows
+# (snapshot-tests/analyzers/kat/, whose README
 # says what each case is and how it is written), and every figure and
 # verdict worked out by hand beside them is asserted exactly: a counter
 # that always said 0, or stopped counting at the first fresh run, fails
@@ -80,7 +81,27 @@ summary_case() {
 	t_eq "$name: lines" "$i" "${#want[@]}"
 }
 
+# One cold-clone case: cold-report.jq's three outputs on CASE/rows.json,
+# as {table, controls, findings}, one array of lines each.
+cold_case() {
+	local dir=$1 name out f
+	name=cold/$(basename "$dir")
+	out=$WORK/$name
+	mkdir -p "$out"
+	for f in table controls findings; do
+		jq -r --arg f "$f" -f "$ROOT/snapshot-tests/analyzers/cold-report.jq" "$dir/rows.json" >"$out/$f" ||
+			{ t_fail "$name: cold-report.jq -f $f failed"; return 0; }
+	done
+	jq -Rn '[inputs]' "$out/table" >"$out/table.json"
+	jq -Rn '[inputs]' "$out/controls" >"$out/controls.json"
+	jq -Rn '[inputs]' "$out/findings" >"$out/findings.json"
+	jq -s '{table: .[0], controls: .[1], findings: .[2]}' "$out/table.json" "$out/controls.json" \
+		"$out/findings.json" >"$out/answers.json"
+	check "$name" "$dir/expect" "$out/answers.json"
+}
+
 for dir in "$KAT"/rng/*/; do rng_case "${dir%/}"; done
 for dir in "$KAT"/wg/*/; do wg_case "${dir%/}"; done
 for dir in "$KAT"/summary/*/; do summary_case "${dir%/}"; done
+for dir in "$KAT"/cold/*/; do cold_case "${dir%/}"; done
 t_done
