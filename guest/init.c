@@ -53,7 +53,7 @@ static __attribute__((noreturn)) void power_off(void)
 	if (seed_watch > 0 && !kill(seed_watch, SIGTERM))
 		waitpid(seed_watch, NULL, 0);
 	sync();
-	if (seed_disk && umount(SEED_DIR))
+	if (seed_disk > 0 && umount(SEED_DIR))
 		say("cannot unmount the seed disk: %s", strerror(errno));
 	reboot(RB_POWER_OFF);
 	say("reboot(RB_POWER_OFF) failed: %s", strerror(errno));
@@ -111,8 +111,11 @@ static int run(char *const argv[])
 
 /* ---- boot services ------------------------------------------------------ */
 
-/* The seed disk: the virtio disk whose serial is SEED_SERIAL, ext4. */
-static void mount_seed_disk(void)
+/*
+ * The seed disk: the virtio disk whose serial is SEED_SERIAL, ext4.  -1 if
+ * there is one and it does not mount.
+ */
+static int mount_seed_disk(void)
 {
 	char path[64], serial[64], dev[32];
 	struct dirent *d;
@@ -131,14 +134,14 @@ static void mount_seed_disk(void)
 			continue;
 		snprintf(dev, sizeof(dev), "/dev/%.16s", d->d_name);
 		mkdir(SEED_DIR, 0700);
-		if (mount(dev, SEED_DIR, "ext4", 0, NULL))
+		seed_disk = mount(dev, SEED_DIR, "ext4", 0, NULL) ? -1 : 1;
+		if (seed_disk < 0)
 			say("cannot mount the seed disk: %s", strerror(errno));
-		else
-			seed_disk = 1;
 		break;
 	}
 	if (dir)
 		closedir(dir);
+	return seed_disk < 0 ? -1 : 0;
 }
 
 static void seed_services(void)
@@ -149,7 +152,11 @@ static void seed_services(void)
 	char *watch[] = { SEED_TOOL, "watch", NULL, NULL, NULL };
 	char status[16];
 
-	mount_seed_disk();
+	if (mount_seed_disk() && want) {
+		/* Seeds written to the initramfs would vanish at power-off. */
+		say("%s", "no seed services: the seed disk did not mount");
+		return;
+	}
 	if (!want)
 		return;
 	if (strstr(want, "load")) {

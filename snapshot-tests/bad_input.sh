@@ -4,8 +4,9 @@
 # a dead QMP socket, a truncated migration stream, a truncated or garbled
 # recorder dump, one without its header or of another shape than its
 # reference, a truncated, empty or foreign pcap capture, an unknown
-# snapshot method, bad driver options, a failing row inside the matrix, a
-# guest without vmgenid.
+# snapshot method, bad driver options (cold-clones' rows too), a failing
+# row inside the matrix, a guest without vmgenid, a seed disk that holds
+# no filesystem.
 set -euo pipefail
 . "$(dirname "$0")/lib/ktap.sh"
 . "$(dirname "$0")/lib/measure.sh"
@@ -91,6 +92,18 @@ expect_fail "a shape's vCPUs that are not a count" "fork-matrix: --shapes' @VCPU
 	"$matrix" --shapes "uuid@2 exec@none"
 expect_fail "a shape's crng state that does not exist" "fork-matrix: unknown crng state 'late' in 'exec/late'" \
 	"$matrix" --shapes "exec/late"
+cold=$FORKSAFE_ROOT/snapshot-tests/drivers/cold-clones.sh
+expect_fail "a cold-clone row of four factors" "cold-clones: a row is CLOCK,GENID,SEED,CPU,RNG, not 'det,absent,none,qemu64'" \
+	"$cold" --rows "det,absent,none,qemu64"
+expect_fail "a cold-clone factor that does not exist" "cold: unknown seed 'dd' (none, credit, write, write-other)" \
+	"$cold" --rows "det,absent,dd,qemu64,no"
+# A seed disk that is not ext4: init says so and runs no seed tool (its
+# seeds would land in the initramfs and vanish), and the guest powers off.
+head -c 1M /dev/zero >"$RUN_DIR/blank.img"
+seed_boot blank "$kernel" "$RUN_DIR/blank.img" forksafe.seed=load >"$RUN_DIR/blank.log" || true
+t_diag "seed disk without a filesystem: $(grep -m1 'seed disk' "$RUN_DIR/blank.log" || echo nothing said)"
+t_check "a seed disk without a filesystem: init says so, runs no seed tool, powers off" \
+	grep -q 'no seed services: the seed disk did not mount' "$RUN_DIR/blank.log"
 rng_row "$(test_kernels | cut -d' ' -f1)" vmotion 1 2 "$RUN_DIR/row-unknown.json" 2>"$RUN_DIR/row.err" || true
 verdict=$("$BUILD/fork-report" -f verdicts "$RUN_DIR/row-unknown.json")
 t_eq "an unknown method is an error row, with its reason" \

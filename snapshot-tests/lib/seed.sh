@@ -76,5 +76,5 @@ seed_boot() {
 		guest_quit "$name"
 		return 1
 	}
-	tr -d '\r' <"$(guest_dir "$name")/console.log" | grep -a -E 'forksafe-seed|forksafe-init: (forksafe-seed|cannot)' || true
+	tr -d '\r' <"$(guest_dir "$name")/console.log" | grep -a -E 'forksafe-seed|forksafe-init: .*seed' || true
 }
