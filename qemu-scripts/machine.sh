@@ -46,8 +46,9 @@ QEMU_PROCESS=() # options of the QEMU process rather than of the machine
 #                    to FILE, or feeds them back from FILE: a replay runs the
 #                    recorded instructions again, with the same interrupts at
 #                    the same instructions and the same clock, even where
-#                    -icount alone does not (the emulated UART and device
-#                    start-up part two boots after a few hundred ms)
+#                    the host's answers vary (a disk's reads, the agent
+#                    talking to the guest), which --deterministic alone
+#                    does not hold constant
 #   --append "P..."  kernel parameters
 # and, for the QEMU process: --loadvm TAG, --incoming URI, --extra ARG.
 machine() {
