@@ -100,6 +100,8 @@ def controls($rows):
 	[$mine[] | select(is_control)][0] as $c |
 	[$mine[] | select(is_positive)][0] as $p |
 	if $c == null or ($c | has("error")) then "blind \($k): no measured control row (det, no vmgenid, no seed, qemu64, no virtio-rng)"
+	elif ($c.result.clones | length) < 2 or ($p != null and ($p | has("result")) and ($p.result.clones | length) < 2) then
+		"blind \($k): one boot per row has nothing to compare with"
 	elif $p == null or ($p | has("error")) then "blind \($k): no measured fresh-GUID row to show that clones can differ"
 	elif ([moments[] as $m | $c | alike($m)] | unique) != ["identical"] then
 		"blind \($k): the control's clones are not identical (" +

@@ -35,6 +35,7 @@ full=""
 out=${RESULTS:-$FORKSAFE_ROOT/results}
 opts_parse cold-clones --kernels=kernels --clones=nclones --rows=rows --full=full=1 --out=out -- "$@"
 opts_counts cold-clones --clones "$nclones"
+[ "$nclones" -ge 2 ] || die "cold-clones: --clones wants at least 2 (one boot has nothing to be identical to)"
 if [ -n "$full" ]; then
 	rows=""
 	for clock in det tcg; do for genid in absent fixed fresh; do for seed in none credit write; do
@@ -52,6 +53,7 @@ done
 # shellcheck disable=SC2086 # a list of words
 require_kernels cold-clones $kernels
 qemu_setup
+results_lock cold-clones "$out"
 mkdir -p "$out/cold"
 ROWS=()
 for k in $kernels; do
