@@ -27,12 +27,18 @@ row_run() {
 	shift 3
 	mkdir -p "$dir"
 	rm -f "$dir/result.json"
+	# In the background, waited for: a signal to this shell interrupts the
+	# wait at once, and its cleanup (row_stop) ends the row's shell, whose
+	# own traps stop what it started.
 	ROW_DIR=$dir PROGRESS_FD=3 FORKSAFE_ROOT=$FORKSAFE_ROOT bash -c '
 		set -eEuo pipefail
 		. "$FORKSAFE_ROOT/snapshot-tests/lib/measure.sh"
 		trap '\''echo "at ${BASH_SOURCE[0]##*/}:$LINENO: \"$BASH_COMMAND\" failed (status $?)" >&2'\'' ERR
 		qemu_setup_row
-		"$@"' row "$@" 3>&2 >"$dir/output" 2>"$dir/errors" || rc=$?
+		"$@"' row "$@" 3>&2 >"$dir/output" 2>"$dir/errors" &
+	ROW_PID=$!
+	wait "$ROW_PID" || rc=$?
+	ROW_PID=""
 	if [ "$rc" = 0 ] && jq -e 'type == "object"' "$dir/result.json" >/dev/null 2>&1; then
 		jq -c --argjson k "$keys" '$k + {result: .}' "$dir/result.json" >"$out.tmp"
 		mv "$out.tmp" "$out"
@@ -44,6 +50,20 @@ row_run() {
 	mv "$out.tmp" "$out"
 	return 1
 }
+
+# The row running in the background, if any, for row_stop, which
+# qemu_cleanup runs first: SIGTERM, and time for the row's own cleanup
+# (its guests, libvirt's daemons) before SIGKILL.
+ROW_PID=""
+ROW_STOP_TIMEOUT=60
+row_stop() {
+	[ -n "$ROW_PID" ] || return 0
+	kill "$ROW_PID" 2>/dev/null || true
+	wait_until "$ROW_STOP_TIMEOUT" not_running "$ROW_PID" || kill -9 "$ROW_PID" 2>/dev/null || true
+	wait "$ROW_PID" 2>/dev/null || true
+	ROW_PID=""
+}
+CLEANUP_HOOKS+=(row_stop)
 
 # Why a row failed: the last line a measurement wrote to stderr, unless it
 # is only the ERR trap's "at FILE:LINE" (a command failed silently), which
@@ -79,3 +99,4 @@ t_row() {
 	fi
 	t_ok "$1"
 }
+
