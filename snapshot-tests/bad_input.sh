@@ -4,7 +4,8 @@
 # a dead QMP socket, a truncated migration stream, a truncated or garbled
 # recorder dump, one without its header or of another shape than its
 # reference, a truncated, empty or foreign pcap capture, an unknown
-# snapshot method, bad driver options (cold-clones' rows too), a failing
+# snapshot method, bad driver options (cold-clones' rows too), a driver
+# started on the results directory of one that runs, a failing
 # row inside the matrix, a guest without vmgenid, a seed disk that holds
 # no filesystem.
 set -euo pipefail
@@ -95,8 +96,17 @@ expect_fail "a shape's crng state that does not exist" "fork-matrix: unknown crn
 cold=$FORKSAFE_ROOT/snapshot-tests/drivers/cold-clones.sh
 expect_fail "a cold-clone row of four factors" "cold-clones: a row is CLOCK,GENID,SEED,CPU,RNG, not 'det,absent,none,qemu64'" \
 	"$cold" --rows "det,absent,none,qemu64"
+expect_fail "cold clones of one boot" "cold-clones: --clones wants at least 2" "$cold" --clones 1
 expect_fail "a cold-clone factor that does not exist" "cold: unknown seed 'dd' (none, credit, write, write-other)" \
 	"$cold" --rows "det,absent,dd,qemu64,no"
+# A second run of a driver on the results directory of one that runs.
+mkdir -p "$RUN_DIR/locked"
+exec {held}>"$RUN_DIR/locked/.cold-clones.lock"
+flock -n "$held"
+expect_fail "a second cold-clones on the results directory of a running one" \
+	"cold-clones: another cold-clones run is writing to $RUN_DIR/locked" \
+	"$cold" --rows "det,absent,none,qemu64,no" --clones 2 --out "$RUN_DIR/locked"
+exec {held}>&-
 # A seed disk that is not ext4: init says so and runs no seed tool (its
 # seeds would land in the initramfs and vanish), and the guest powers off.
 head -c 1M /dev/zero >"$RUN_DIR/blank.img"

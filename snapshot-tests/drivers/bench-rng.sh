@@ -33,6 +33,7 @@ opts_counts bench-rng "--clones, --rounds and --ms" "$nclones" "$rounds" "$ms"
 # shellcheck disable=SC2086 # a list of words
 opts_counts bench-rng --vcpus $vcpus_list
 require_kernels bench-rng stock patched stock-bench patched-bench
+results_lock bench-rng "$out"
 mkdir -p "$out/bench-rng"
 md=$out/bench-rng.md
 

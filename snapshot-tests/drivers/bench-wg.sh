@@ -25,6 +25,7 @@ opts_parse bench-wg --clones=nclones --rounds=rounds --ms=ms --burst=burst --out
 qemu_setup
 opts_counts bench-wg "--clones, --rounds, --ms and --burst" "$nclones" "$rounds" "$ms" "$burst"
 require_kernels bench-wg stock patched
+results_lock bench-wg "$out"
 mkdir -p "$out/bench-wg"
 md=$out/bench-wg.md
 

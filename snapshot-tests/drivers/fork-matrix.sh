@@ -62,6 +62,7 @@ shape_rows() {
 # shellcheck disable=SC2086 # a list of words
 DRY=1 shape_rows $shapes
 
+results_lock fork-matrix "$out"
 mkdir -p "$out/rows"
 ROWS=()
 rng_rows "$out/rows" "$nclones" "$kernels" "$vcpus_list" "$methods"

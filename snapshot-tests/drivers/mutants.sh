@@ -36,6 +36,7 @@ fi
 for m in $mutants; do
 	[ -f "$dir/$m.patch" ] || die "mutants: no mutant named '$m' in kernel-patches/mutants/"
 done
+results_lock mutants "$out"
 mkdir -p "$out/mutants"
 
 # check_NAME KERNEL_NAME: 0 when the kernel passes; on failure, why on stdout.

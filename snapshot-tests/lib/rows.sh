@@ -100,3 +100,13 @@ t_row() {
 	t_ok "$1"
 }
 
+# results_lock PROG DIR: PROG is the only one of its kind writing to DIR
+# (its results directory); a second run is refused with one line rather
+# than interleaving its files with the first's.  Held until PROG exits.
+results_lock() {
+	local prog=$1 dir=$2
+	mkdir -p "$dir"
+	exec {RESULTS_LOCK_FD}>"$dir/.$prog.lock"
+	flock -n "$RESULTS_LOCK_FD" ||
+		die "$prog: another $prog run is writing to $dir (wait for it, or give this one --out DIR)"
+}
