@@ -47,6 +47,18 @@ libvirt_start() {
 	if ! wait_until "$LIBVIRTD_TIMEOUT" libvirt_settled || not_running "${LIBVIRT_PID[libvirtd]}"; then
 		die "libvirt: libvirtd did not come up: $(tail -n 1 "$RUN_DIR/libvirt/libvirtd.log")"
 	fi
+	libvirt_forget_stale
+}
+
+# A run whose libvirtd died could not undefine its domains, and the next
+# define of the name would fail: every forksafe-* domain left over goes.
+libvirt_forget_stale() {
+	local dom
+	for dom in $("${VIRSH[@]}" list --all --name | grep '^forksafe-' || true); do
+		echo "libvirt: removing $dom, left defined by an earlier run" >&2
+		"${VIRSH[@]}" destroy "$dom" >/dev/null 2>&1 || true
+		"${VIRSH[@]}" undefine "$dom" --snapshots-metadata >/dev/null 2>&1 || true
+	done
 }
 
 # libvirtd answers, or has died.
@@ -54,11 +66,31 @@ libvirt_settled() {
 	not_running "${LIBVIRT_PID[libvirtd]}" || "${VIRSH[@]}" version >/dev/null 2>&1
 }
 
+# virsh_do ARGS...: virsh on the suite's libvirtd.  When it fails, one
+# line: that libvirtd has died, if it has (virsh alone would say only that
+# a socket refused), else virsh's own first line.
+virsh_do() {
+	local err=$RUN_DIR/virsh.$BASHPID.err rc=0
+	"${VIRSH[@]}" "$@" 2>"$err" || rc=$?
+	if [ "$rc" != 0 ]; then
+		if [ -n "${LIBVIRT_PID[libvirtd]:-}" ] && not_running "${LIBVIRT_PID[libvirtd]}"; then
+			echo "libvirt: libvirtd died; 'virsh $1' failed" >&2
+		else
+			echo "libvirt: virsh $1: $(grep -m1 . "$err" || echo "failed with status $rc")" >&2
+		fi
+	fi
+	rm -f "$err"
+	return "$rc"
+}
+
 libvirt_cleanup() {
-	local dom d
+	local dom d pid
 	for dom in "${LIBVIRT_DOMAINS[@]}"; do
 		"${VIRSH[@]}" destroy "$dom" >/dev/null 2>&1 || true
 		"${VIRSH[@]}" undefine "$dom" --snapshots-metadata >/dev/null 2>&1 || true
+		# A libvirtd that died leaves its domain's QEMU running.  It is ours
+		# by name: a run starts only when no other libvirtd runs.
+		for pid in $(pgrep -f -- "-name guest=$dom," || true); do stop_pid "$pid"; done
 	done
 	LIBVIRT_DOMAINS=()
 	for d in libvirtd virtlogd; do
@@ -157,8 +189,8 @@ libvirt_boot() {
 	mkdir -p "$dir"
 	machine "$@" || return 1
 	libvirt_domain_xml >"$dir/domain.xml" || return 1
-	"${VIRSH[@]}" define "$dir/domain.xml" >/dev/null || return 1
+	virsh_do define "$dir/domain.xml" >/dev/null || return 1
 	LIBVIRT_DOMAINS+=("$(libvirt_dom "$name")")
-	"${VIRSH[@]}" start "$(libvirt_dom "$name")" >/dev/null || return 1
+	virsh_do start "$(libvirt_dom "$name")" >/dev/null || return 1
 	guest_wait_agent "$name"
 }

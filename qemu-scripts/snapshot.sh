@@ -119,14 +119,14 @@ snap_save() {
 		guest_quit "$name"
 		;;
 	libvirt-revert)
-		"${VIRSH[@]}" suspend "$dom" >/dev/null || return 1
-		"${VIRSH[@]}" snapshot-create-as "$dom" fork >/dev/null || return 1
-		"${VIRSH[@]}" snapshot-dumpxml "$dom" fork >"$dir/snapshot.xml" || return 1
+		virsh_do suspend "$dom" >/dev/null || return 1
+		virsh_do snapshot-create-as "$dom" fork >/dev/null || return 1
+		virsh_do snapshot-dumpxml "$dom" fork >"$dir/snapshot.xml" || return 1
 		;;
 	libvirt-save)
-		"${VIRSH[@]}" suspend "$dom" >/dev/null || return 1
-		"${VIRSH[@]}" save "$dom" "$dir/vmstate.sav" >/dev/null || return 1
-		"${VIRSH[@]}" save-image-dumpxml "$dir/vmstate.sav" >"$dir/saved.xml" || return 1
+		virsh_do suspend "$dom" >/dev/null || return 1
+		virsh_do save "$dom" "$dir/vmstate.sav" >/dev/null || return 1
+		virsh_do save-image-dumpxml "$dir/vmstate.sav" >"$dir/saved.xml" || return 1
 		;;
 	esac
 }
@@ -170,8 +170,8 @@ snap_restore() {
 			libvirt_pin_guid "$dir/snapshot.xml" "$dir/snapshot-pinned.xml" "$guid" || return 1
 			xml=$dir/snapshot-pinned.xml
 		fi
-		"${VIRSH[@]}" snapshot-create "$dom" "$xml" --redefine >/dev/null || return 1
-		"${VIRSH[@]}" snapshot-revert "$dom" fork --running >/dev/null || return 1
+		virsh_do snapshot-create "$dom" "$xml" --redefine >/dev/null || return 1
+		virsh_do snapshot-revert "$dom" fork --running >/dev/null || return 1
 		;;
 	libvirt-save)
 		local -a alt=()
@@ -180,7 +180,7 @@ snap_restore() {
 			alt=(--xml "$dir/saved-pinned.xml")
 		fi
 		"${VIRSH[@]}" destroy "$dom" >/dev/null 2>&1 || true
-		"${VIRSH[@]}" restore "$dir/vmstate.sav" "${alt[@]}" --running >/dev/null || return 1
+		virsh_do restore "$dir/vmstate.sav" "${alt[@]}" --running >/dev/null || return 1
 		;;
 	esac
 }
