@@ -7,6 +7,7 @@
 #   make bench-wg     the same for WireGuard
 #   make cold-clones  boots of one golden image: identical RNG output or not
 #                     CLONES=3, COLD_ROWS="det,fresh,none,qemu64,no ..."
+#   make storm        chained forks, a clone of a clone ..., DEPTH=100 levels
 #   make check        build everything and run snapshot-tests/ (KTAP)
 #                     TESTS="boot_vmgenid ..." a subset
 # Developers:
@@ -37,7 +38,7 @@ DEBS := linux-source-6.1 bc bison flex libelf-dev libssl-dev cpio xz-utils file 
 	libjson-c-dev libpcap-dev jq shellcheck python3-ply python3-git chromium e2fsprogs
 
 .PHONY: all help deps kernel kernel-stock kernel-kunit kernel-debug kernel-bench kernel-tree refresh-patches \
-	checkpatch guest tools corpus check demo bench-rng bench-wg cold-clones mutants fuzz clean
+	checkpatch guest tools corpus check demo bench-rng bench-wg cold-clones storm mutants fuzz clean
 
 all: kernel kernel-stock guest tools
 
@@ -218,6 +219,11 @@ mutants: deps
 bench-wg: deps
 	@$(MAKE) --no-print-directory kernel kernel-stock guest tools
 	@snapshot-tests/drivers/bench-wg.sh
+
+DEPTH ?= 100
+storm: deps
+	@$(MAKE) --no-print-directory kernel kernel-stock guest tools
+	@snapshot-tests/drivers/storm.sh --depth "$(DEPTH)"
 
 # CLONES here defaults to 3 boots per row (demo's 4 is for forks).
 cold-clones: deps

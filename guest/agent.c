@@ -164,6 +164,22 @@ static int cmd_ping(const char *args)
 	return 0;
 }
 
+/* MemAvailable of /proc/meminfo in kB, -1 if unreadable. */
+static long mem_available_kb(void)
+{
+	char line[256];
+	long kb = -1;
+	FILE *f = fopen("/proc/meminfo", "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "MemAvailable: %ld kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb;
+}
+
 static int cmd_info(const char *args)
 {
 	char err[256], guid[37];
@@ -183,6 +199,7 @@ static int cmd_info(const char *args)
 	reply("crng_wait_ms=%lld", crng_wait_ms);
 	reply("entropy_avail=%d", entropy_avail());
 	reply("crng_init=%s", crng_init());
+	reply("mem_available_kb=%ld", mem_available_kb());
 	live = genid_map(err, sizeof(err));
 	if (live) {
 		genid_read(live, g);
@@ -349,6 +366,24 @@ static int cmd_burst(const char *args)
 }
 
 /* "reseeds": crng reseeds since boot (bench kernels). */
+/* 32 bytes of getrandom(), the first output a restored clone gives. */
+static int cmd_sample(const char *args)
+{
+	uint8_t b[32];
+	char hex[2 * sizeof(b) + 1];
+	size_t i;
+
+	(void)args;
+	if (getrandom(b, sizeof(b), 0) != sizeof(b)) {
+		reply("error=getrandom: %s", strerror(errno));
+		return -EIO;
+	}
+	for (i = 0; i < sizeof(b); i++)
+		sprintf(hex + 2 * i, "%02x", b[i]);
+	reply("bytes=%s", hex);
+	return 0;
+}
+
 static int cmd_reseeds(const char *args)
 {
 	uint64_t n;
@@ -524,6 +559,7 @@ static const struct command {
 	{ "bench", cmd_bench },
 	{ "bench-u32", cmd_bench_u32 },
 	{ "burst", cmd_burst },
+	{ "sample", cmd_sample },
 	{ "reseeds", cmd_reseeds },
 	{ "net-up", cmd_net_up },
 	{ "wg-up", cmd_wg_up },
