@@ -235,6 +235,9 @@ guest_qmp() {
 	"$QMP_TOOL" -t "$t" "$(guest_dir "$name")/qmp.sock" "$@"
 }
 
+# guest_qmp_guid NAME: the vmgenid GUID QEMU says NAME has.
+guest_qmp_guid() { guest_qmp "$1" query-vm-generation-id | jq -r .guid; }
+
 # Wait until the agent answers, or say why not.
 guest_wait_agent() {
 	local name=$1

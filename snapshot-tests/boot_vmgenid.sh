@@ -19,7 +19,7 @@ for k in $kernels; do
 	t_diag "$k: $(tr '\n' ' ' <<<"$info")"
 	t_eq "$k: vmgenid driver bound" "$(agent_field vmgenid_driver <<<"$info")" bound
 	t_eq "$k: crng initialised" "$(agent_field crng <<<"$info")" ready
-	qmp_guid=$(guest_qmp "$k" query-vm-generation-id | jq -r .guid || true)
+	qmp_guid=$(guest_qmp_guid "$k" || true)
 	t_eq "$k: guest-memory GUID equals QMP query-vm-generation-id" "$(agent_field guid <<<"$info")" "$qmp_guid"
 	t_check "$k: QEMU drew a non-zero GUID ('$qmp_guid')" nonzero_guid "$qmp_guid"
 	guest_call "$k" poweroff >/dev/null || true

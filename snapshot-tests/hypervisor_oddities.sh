@@ -19,9 +19,6 @@ RUN_AFTER_S=3 # a restored guest runs this long before its console is read
 kernels=$(test_kernels)
 t_plan $((5 * $(wc -w <<<"$kernels")))
 
-# fork_lines NAME: the fork reseeds NAME's console shows.
-fork_lines() { grep -c 'crng reseeded due to virtual machine fork' "$(guest_dir "$1")/console.log" || true; }
-qmp_guid() { guest_qmp "$1" query-vm-generation-id | jq -r .guid; }
 
 # chain K DIR RUN: restore K's snapshot in DIR with a fresh GUID, run it
 # RUN seconds (0: never resume it), migrate it on and restore that with
@@ -37,10 +34,10 @@ chain() {
 		snap_restore migrate-file "$k" "$dir" "$first" "$(kernel_path "$k")" 1 auto
 		sleep "$run"
 	fi
-	b=$(qmp_guid "$first")
+	b=$(guest_qmp_guid "$first")
 	snap_save migrate-file "$first" "$dir/next"
 	snap_restore migrate-file "$first" "$dir/next" "$second" "$(kernel_path "$k")" 1 auto
-	c=$(qmp_guid "$second")
+	c=$(guest_qmp_guid "$second")
 	sleep "$RUN_AFTER_S"
 	seen=$(agent_field guid <<<"$(guest_call "$second" info)")
 	guest_stop "$second"
@@ -52,7 +49,7 @@ for k in $kernels; do
 	dir=$RUN_DIR/$k
 	mkdir -p "$dir"
 	snap_boot migrate-file "$k" "$(kernel_path "$k")" 1 "$dir"
-	a=$(qmp_guid "$k")
+	a=$(guest_qmp_guid "$k")
 	snap_save migrate-file "$k" "$dir"
 	chain "$k" "$dir" 0
 	read -r b c seen <<<"$GUIDS"
@@ -65,7 +62,7 @@ for k in $kernels; do
 	# The ACPI event again, with the original's GUID.
 	snap_restore migrate-file "$k" "$dir" "$k-same" "$(kernel_path "$k")" 1 "$a"
 	sleep "$RUN_AFTER_S"
-	t_eq "$k: a restore with an unchanged GUID keeps it" "$(qmp_guid "$k-same")" "$a"
+	t_eq "$k: a restore with an unchanged GUID keeps it" "$(guest_qmp_guid "$k-same")" "$a"
 	t_eq "$k: a notification with an unchanged GUID is no fork" "$(fork_lines "$k-same")" 0
 	guest_stop "$k-same"
 done

@@ -41,7 +41,6 @@ qemu_setup
 results_lock storm "$out"
 mkdir -p "$out/storm"
 
-fork_lines() { grep -c 'crng reseeded due to virtual machine fork' "$(guest_dir "$1")/console.log" || true; }
 warnings() { grep -c -E 'WARNING:|BUG:|Oops|Call Trace' "$(guest_dir "$1")/console.log" || true; }
 sample() { agent_field bytes <<<"$(guest_call "$1" sample)"; }
 

@@ -22,6 +22,11 @@
 # (136 bits credited: CRNG_EARLY, whose output comes from one key alone).
 
 FORK_BLOCKS=${FORK_BLOCKS:-60000}
+
+# fork_lines NAME: how many times NAME's console says the kernel reseeded
+# for a VM fork (once per fork on both kernels; rng-exposure reads the
+# same line).
+fork_lines() { grep -c 'crng reseeded due to virtual machine fork' "$(guest_dir "$1")/console.log" || true; }
 # PREINIT_EXTRA (environment): more of the command line for such guests.
 PREINIT_APPEND="forksafe.crng=nowait random.trust_cpu=off random.trust_bootloader=off${PREINIT_EXTRA:+ $PREINIT_EXTRA}"
 EARLY_BITS=136

@@ -24,18 +24,16 @@ seed_bytes() {
 	printf '%s' "${s:0:512}"
 }
 
-# seed_disk OUT.img [TAG [NAME]]: a seed disk holding TAG's seed as NAME
-# (seed.credit unless said), or an empty one without TAG.
+# seed_disk OUT.img TAG: a seed disk holding TAG's seed as seed.credit
+# (creditable: as an image builder provisions it).
 seed_disk() {
-	local out=$1 tag=${2:-} name=${3:-seed.credit} stage
+	local out=$1 stage
 	command -v mkfs.ext4 >/dev/null || die "seed: mkfs.ext4 not found: run 'make deps' (package e2fsprogs)"
 	stage=$(mktemp -d "$RUN_DIR/seed-stage.XXXXXX")
 	: >"$out" # mkfs.ext4 announces the files it creates
-	if [ -n "$tag" ]; then
-		seed_bytes "$tag" >"$stage/$name"
-		chmod 0400 "$stage/$name"
-		touch -d "@$SEED_DISK_TIME" "$stage/$name"
-	fi
+	seed_bytes "$2" >"$stage/seed.credit"
+	chmod 0400 "$stage/seed.credit"
+	touch -d "@$SEED_DISK_TIME" "$stage/seed.credit"
 	E2FSPROGS_FAKE_TIME=$SEED_DISK_TIME mkfs.ext4 -q -F -U "$SEED_DISK_UUID" \
 		-E "hash_seed=$SEED_DISK_UUID,root_owner=0:0" -d "$stage" "$out" "$SEED_DISK_SIZE" ||
 		die "seed: mkfs.ext4 failed for $out"
