@@ -1,7 +1,11 @@
 #!/bin/bash
-# The series' KUnit suites pass in the KUnit build of the patched kernel
-# (make kernel-kunit: the measured kernels do not carry them), booted with
-# 2 vCPUs, parsed from the KTAP the kernel prints on the serial console:
+# The series' KUnit suites pass in the debug build of the patched kernel
+# (make kernel-debug: the KUnit build plus lockdep and KASAN; the measured
+# kernels do not carry the suites), booted with 2 vCPUs, parsed from the
+# KTAP the kernel prints on the serial console.  make check boots the
+# debug build for fork_debug anyway, so a fresh machine builds one kernel
+# fewer; make mutants runs this on the KUnit build of each mutant
+# (KERNEL=).  The suites:
 #  - random_vmfork: a fork is counted once through every entry point, torn
 #    reads and the unregistered path included; output, batched values and
 #    long reads after a fork differ from what the old state gives; CPUs
@@ -23,8 +27,8 @@ set -euo pipefail
 . "$(dirname "$0")/lib/measure.sh"
 qemu_setup
 
-kernel=${KERNEL:-$(kernel_path kunit)}
-[ -f "$kernel" ] || t_skip "no KUnit kernel at $kernel: run 'make kernel-kunit'"
+kernel=${KERNEL:-$BUILD/bzImage-debug}
+[ -f "$kernel" ] || t_skip "no debug kernel at $kernel: run 'make kernel-debug'"
 declare -A cases=(
 	[random_vmfork]="vmfork_test_id_in_output vmfork_test_unchanged vmfork_test_changed_once
 		vmfork_test_output_differs vmfork_test_batch_after_fork vmfork_test_torn
