@@ -8,6 +8,7 @@
 #   make cold-clones  boots of one golden image: identical RNG output or not
 #                     CLONES=3, COLD_ROWS="det,fresh,none,qemu64,no ..."
 #   make storm        chained forks, a clone of a clone ..., DEPTH=100 levels
+#   make crowd        CLONES=16 clones of one snapshot running at once
 #   make check        build everything and run snapshot-tests/ (KTAP)
 #                     TESTS="boot_vmgenid ..." a subset
 # Developers:
@@ -38,7 +39,7 @@ DEBS := linux-source-6.1 bc bison flex libelf-dev libssl-dev cpio xz-utils file 
 	libjson-c-dev libpcap-dev jq shellcheck python3-ply python3-git chromium e2fsprogs
 
 .PHONY: all help deps kernel kernel-stock kernel-kunit kernel-debug kernel-bench kernel-tree refresh-patches \
-	checkpatch guest tools corpus check demo bench-rng bench-wg cold-clones storm mutants fuzz clean
+	checkpatch guest tools corpus check demo bench-rng bench-wg cold-clones storm crowd mutants fuzz clean
 
 all: kernel kernel-stock guest tools
 
@@ -224,6 +225,12 @@ DEPTH ?= 100
 storm: deps
 	@$(MAKE) --no-print-directory kernel kernel-stock guest tools
 	@snapshot-tests/drivers/storm.sh --depth "$(DEPTH)"
+
+# CLONES here defaults to 16 clones at once.
+crowd: deps
+	@$(MAKE) --no-print-directory kernel kernel-stock guest tools
+	@snapshot-tests/drivers/crowd.sh \
+		--clones "$(if $(filter command line environment,$(origin CLONES)),$(CLONES),16)"
 
 # CLONES here defaults to 3 boots per row (demo's 4 is for forks).
 cold-clones: deps

@@ -132,7 +132,7 @@ snap_save() {
 }
 
 # snap_restore METHOD ORIG DIR CLONE KERNEL VCPUS GUID: bring up one clone,
-# running.  GUID is the original's (the negative control) or "auto".
+# running (migrate-file with SNAP_PAUSED=1: loaded, still paused).  GUID is the original's (the negative control) or "auto".
 snap_restore() {
 	local method=$1 orig=$2 dir=$3 clone=$4 kernel=$5 vcpus=$6 guid=$7 dom xml
 	shift 7
@@ -151,9 +151,10 @@ snap_restore() {
 		guest_start "$clone" "$kernel" --smp "$vcpus" --guid "$guid" \
 			--incoming "exec:cat $dir/vmstate.mig" "$@" || return 1
 		# The original was stopped before it migrated, so the clone stays
-		# paused after loading, like the original: resume it.
+		# paused after loading, like the original: resume it (unless the
+		# caller resumes it itself: SNAP_PAUSED=1).
 		snap_wait_status "$clone" inmigrate || return 1
-		guest_qmp "$clone" cont >/dev/null
+		[ -n "${SNAP_PAUSED:-}" ] || guest_qmp "$clone" cont >/dev/null
 		;;
 	loadvm-inproc)
 		# QEMU 7.2 keeps the process's GUID and refuses qom-set of guid

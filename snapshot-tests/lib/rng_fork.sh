@@ -74,39 +74,118 @@ rng_rows() {
 }
 
 rng_measure() {
-	local kname=$1 kernel=$2 method=$3 vcpus=$4 nclones=$5 shape=$6 crng=$7
-	local tag="$1 ${4}cpu $3 $6" dir=$ROW_DIR orig info guid name clone g from i records
-	local -a clones args boot=()
+	local kname=$1 kernel=$2 method=$3 vcpus=$4 nclones=$5 shape=$6 crng=$7 clone i
+	local -a clones=(ref control)
+	rng_original "$@"
+	for ((i = 1; i <= nclones; i++)); do clones+=("c$i"); done
+	for clone in "${clones[@]}"; do rng_clone "$clone"; done
+	snap_finish "$method" "$RNG_ORIG"
+	"$BUILD/rng-exposure" "${RNG_ARGS[@]}" >"$ROW_DIR/result.json"
+}
+
+# rng_original KERNEL_NAME KERNEL METHOD VCPUS CLONES SHAPE CRNG: boot the
+# original, start its recording and snapshot it.  Sets RNG_ORIG, RNG_GUID,
+# RNG_TAG and RNG_ARGS (rng-exposure's arguments, filled by rng_clone) for
+# rng_clone.
+rng_original() {
+	local kname=$1 kernel=$2 method=$3 vcpus=$4 shape=$6 crng=$7 info records
+	local -a boot=()
 	snap_known "$method" || die "unknown method '$method' (known: $SNAP_METHODS)"
 	records=$(shape_records "$shape")
 	[ "$crng" = ready ] || boot=(--append "$PREINIT_APPEND")
-	orig=$kname-$method-$vcpus
-	progress "$tag: booting the original"
-	snap_boot "$method" "$orig" "$kernel" "$vcpus" "$dir" "${boot[@]}"
-	info=$(guest_call "$orig" info)
+	RNG_ORIG=$kname-$method-$vcpus RNG_TAG="$1 ${4}cpu $3 $6" RNG_ARGS=()
+	RNG_KERNEL=$kernel RNG_METHOD=$method RNG_VCPUS=$vcpus
+	progress "$RNG_TAG: booting the original"
+	snap_boot "$method" "$RNG_ORIG" "$kernel" "$vcpus" "$ROW_DIR" "${boot[@]}"
+	info=$(guest_call "$RNG_ORIG" info)
 	rng_require "$info"
-	guid=$(agent_field guid <<<"$info")
-	rng_prepare "$orig" "$method" "$crng" "$info"
-	guest_call "$orig" record start "$shape" "$records" >/dev/null
-	progress "$tag: snapshot"
-	snap_save "$method" "$orig" "$dir"
-
-	clones=(ref control)
-	for ((i = 1; i <= nclones; i++)); do clones+=("c$i"); done
-	for clone in "${clones[@]}"; do
-		progress "$tag: restoring $clone"
-		name=$(snap_clone_name "$method" "$orig" "$clone-$orig")
-		g=auto
-		case "$clone" in ref | control) g=$guid ;; esac
-		from=$(stat -c %s "$(guest_dir "$name")/console.log" 2>/dev/null || echo 0)
-		snap_restore "$method" "$orig" "$dir" "$name" "$kernel" "$vcpus" "$g"
-		rng_collect "$name" "$dir/$clone" "$from"
-		snap_end "$method" "$name"
-		args+=("$clone=$dir/$clone.dump:$dir/$clone.console")
-	done
-	snap_finish "$method" "$orig"
-	"$BUILD/rng-exposure" "${args[@]}" >"$dir/result.json"
+	RNG_GUID=$(agent_field guid <<<"$info")
+	rng_prepare "$RNG_ORIG" "$method" "$crng" "$info"
+	guest_call "$RNG_ORIG" record start "$shape" "$records" >/dev/null
+	progress "$RNG_TAG: snapshot"
+	snap_save "$method" "$RNG_ORIG" "$ROW_DIR"
 }
+
+# rng_clone CLONE: restore one clone of rng_original's snapshot ("ref" and
+# "control" keep the original's GUID, others get a fresh one), let it
+# finish the recording, collect it and end it.
+rng_clone() {
+	rng_clone_start "$1"
+	rng_clone_finish "$1" "$RNG_NAME"
+}
+
+# rng_clone_start CLONE: restore it, running (or still paused, with
+# SNAP_PAUSED=1); its guest name in RNG_NAME.  The console's size at the
+# restore goes to ROW_DIR/CLONE.from.
+rng_clone_start() {
+	local clone=$1 g=auto
+	RNG_NAME=$(snap_clone_name "$RNG_METHOD" "$RNG_ORIG" "$clone-$RNG_ORIG")
+	case "$clone" in ref | control) g=$RNG_GUID ;; esac
+	stat -c %s "$(guest_dir "$RNG_NAME")/console.log" >"$ROW_DIR/$clone.from" 2>/dev/null ||
+		echo 0 >"$ROW_DIR/$clone.from"
+	progress "$RNG_TAG: restoring $clone"
+	snap_restore "$RNG_METHOD" "$RNG_ORIG" "$ROW_DIR" "$RNG_NAME" "$RNG_KERNEL" "$RNG_VCPUS" "$g"
+}
+
+# rng_clone_finish CLONE NAME: collect the recording of CLONE, guest NAME.
+rng_clone_finish() {
+	local clone=$1 name=$2
+	rng_collect "$name" "$ROW_DIR/$clone" "$(cat "$ROW_DIR/$clone.from")"
+	snap_end "$RNG_METHOD" "$name"
+	RNG_ARGS+=("$clone=$ROW_DIR/$clone.dump:$ROW_DIR/$clone.console")
+}
+
+# ---- many clones at once ------------------------------------------------------
+# crowd_row KERNEL_NAME CLONES OUT.json: a migrate-file row whose fresh
+# clones are all alive together.  The reference and the control are
+# restored one after the other as in any row; then the CLONES clones are
+# all loaded, paused, and resumed one right after the other, so that they
+# run and finish their recordings side by side on the host's cores.
+# result.json is rng-exposure's, with "crowd": the seconds to load them
+# all, from the first resume until every recording was complete, the
+# QEMUs' resident memory together and the host's MemAvailable before and
+# with all of them running (kB).
+crowd_row() {
+	local kname=$1 nclones=$2 out=$3
+	row_run "$RUN_DIR/$kname-crowd$nclones" "$out" \
+		"$(row_keys kind=rng kernel="$kname" method=migrate-file vcpus=1 shape=getrandom-16 crng=ready together="$nclones")" \
+		crowd_measure "$kname" "$(kernel_path "$kname")" "$nclones"
+}
+
+crowd_measure() {
+	local kname=$1 kernel=$2 nclones=$3 i t0 t1 t2 avail_before avail_all rss=0 pid
+	local -a names=()
+	rng_original "$kname" "$kernel" migrate-file 1 "$nclones" getrandom-16 ready
+	rng_clone ref
+	rng_clone control
+	avail_before=$(mem_available_kb)
+	t0=$(date +%s%N)
+	for ((i = 1; i <= nclones; i++)); do
+		SNAP_PAUSED=1 rng_clone_start "c$i"
+		names+=("$RNG_NAME")
+	done
+	t1=$(date +%s%N)
+	progress "$RNG_TAG: resuming $nclones clones"
+	for i in "${!names[@]}"; do guest_qmp "${names[$i]}" cont >/dev/null; done
+	for i in "${!names[@]}"; do
+		wait_until "$RECORD_TIMEOUT" recording_complete "${names[$i]}" ||
+			die "${names[$i]}: the recording did not complete within ${RECORD_TIMEOUT}s"
+	done
+	t2=$(date +%s%N)
+	avail_all=$(mem_available_kb)
+	for i in "${!names[@]}"; do
+		pid=${GUEST_PID[${names[$i]}]}
+		rss=$((rss + $(awk '/^VmRSS:/ { print $2 }' "/proc/$pid/status")))
+	done
+	for i in "${!names[@]}"; do rng_clone_finish "c$((i + 1))" "${names[$i]}"; done
+	"$BUILD/rng-exposure" "${RNG_ARGS[@]}" |
+		jq --argjson load "$(((t1 - t0) / 1000000))" --argjson run "$(((t2 - t1) / 1000000))" \
+			--argjson rss "$rss" --argjson before "$avail_before" --argjson all "$avail_all" \
+			'. + {crowd: {load_ms: $load, run_ms: $run, rss_kb: $rss,
+				mem_available_kb: {before: $before, all_running: $all}}}' >"$ROW_DIR/result.json"
+}
+
+mem_available_kb() { awk '/^MemAvailable:/ { print $2 }' /proc/meminfo; }
 
 # rng_prepare NAME METHOD CRNG INFO: bring the crng to the state it must be
 # in at the snapshot.  A ready crng reseeds every uptime/2 s in the first two
