@@ -2,7 +2,7 @@
 /*
  * rng-exposure: how much pre-fork RNG output clones produced after the fork.
  *
- *   rng-exposure [-w MIN_WINDOW] REF CONTROL CLONE...
+ *   rng-exposure [-w MIN_WINDOW] [-f PERMILLE] REF CONTROL CLONE...
  *
  * Each argument is NAME=DUMP[:CONSOLE]: a recorder dump from the guest agent
  * (a header "H SHAPE UNIT", then "R STREAM SEQ FP T_NS CHANGED" lines, see
@@ -22,10 +22,13 @@
  *
  *  - The control must stay REF's.  On every stream it needs MIN_WINDOW
  *    records after the snapshot point (-w; by default the shape's, see
- *    shape.h), at most max(2, window / 1000) of them fresh (REF never
- *    produced them after the snapshot: a consumer that took one block in
- *    the control at another moment than in REF makes exactly one), and no
- *    record with CHANGED set.  Otherwise the recording cannot tell a fork
+ *    shape.h), at most max(2, window * PERMILLE / 1000) of them fresh (REF
+ *    never produced them after the snapshot: a consumer that took one
+ *    block in the control at another moment than in REF makes exactly
+ *    one), and no record with CHANGED set.  PERMILLE (-f) is 1 unless
+ *    said: a guest whose kernel draws from the same per-CPU crngs as it
+ *    handles network traffic makes more such blocks, and its rows say how
+ *    many per thousand they allow.  Otherwise the recording cannot tell a fork
  *    from no fork, and fork-report makes the row an error.
  *  - A clone's exposure, on each stream: every record from its first
  *    CHANGED one to the end that REF produced after the snapshot point,
@@ -54,7 +57,7 @@
 
 const char *tool_name = "rng-exposure";
 
-#define USAGE "usage: rng-exposure [-w MIN_WINDOW] REF=DUMP CONTROL=DUMP CLONE=DUMP[:CONSOLE]..."
+#define USAGE "usage: rng-exposure [-w MIN_WINDOW] [-f PERMILLE] REF=DUMP CONTROL=DUMP CLONE=DUMP[:CONSOLE]..."
 #define RESEED_LINE "crng reseeded due to virtual machine fork"
 
 struct input {
@@ -195,9 +198,13 @@ static void snapshot_points(const struct input *ref, const struct input *con, ui
 /* ---- the control ---------------------------------------------------------- */
 
 /* Fresh records a control may show on a stream of WINDOW records and stay REF's. */
+static uint32_t fresh_permille = 1;
+
 static uint32_t fresh_bound(uint32_t window)
 {
-	return window / 1000 > 2 ? window / 1000 : 2;
+	uint64_t b = (uint64_t)window * fresh_permille / 1000;
+
+	return b > 2 ? (uint32_t)b : 2;
 }
 
 static struct json_object *control_stream(const struct dump *d, int s, uint32_t snap,
@@ -466,15 +473,16 @@ static struct json_object *judge_clone(const struct input *cl, int nc, int k, co
 
 /* ---- main ------------------------------------------------------------------- */
 
-static uint32_t parse_window(const char *arg)
+/* OPT's whole-number argument ARG, from 1 to MAX. */
+static uint32_t parse_count(int opt, const char *arg, unsigned long max, const char *what)
 {
 	unsigned long v;
 	char *end;
 
 	errno = 0;
 	v = strtoul(arg, &end, 10);
-	if (errno || end == arg || *end || *arg == '-' || !v || v > DUMP_MAX_RECORDS)
-		fail("-w wants a number of records per stream from 1 to %d, not '%s'", DUMP_MAX_RECORDS, arg);
+	if (errno || end == arg || *end || *arg == '-' || !v || v > max)
+		fail("-%c wants %s from 1 to %lu, not '%s'", opt, what, max, arg);
 	return (uint32_t)v;
 }
 
@@ -495,10 +503,13 @@ int main(int argc, char **argv)
 	struct input *in;
 	int opt, nin, k, s;
 
-	while ((opt = getopt(argc, argv, "w:")) != -1) {
-		if (opt != 'w')
+	while ((opt = getopt(argc, argv, "w:f:")) != -1) {
+		if (opt == 'w')
+			min_window = parse_count(opt, optarg, DUMP_MAX_RECORDS, "a number of records per stream");
+		else if (opt == 'f')
+			fresh_permille = parse_count(opt, optarg, 1000, "fresh control records per thousand");
+		else
 			fail(USAGE);
-		min_window = parse_window(optarg);
 	}
 	nin = argc - optind;
 	if (nin < 2)

@@ -5,7 +5,7 @@
 #
 # Writes DIR/NAME.dump for every dump the case names and prints the
 # arguments of rng-exposure, one a line: "-w" and N when the case sets a
-# window, then NAME=DIR/NAME.dump in the order the names first appear (the
+# window, "-f" and N when it sets a control's permille, then NAME=DIR/NAME.dump in the order the names first appear (the
 # reference, the control, then the clones).  Exit 2 with FILE:LINE on a
 # line it cannot read.
 function fail(why) {
@@ -26,6 +26,12 @@ $1 == "shape" {
 $1 == "window" {
 	if (NF != 2 || $2 !~ /^[0-9]+$/) fail("window wants a number")
 	window = $2
+	next
+}
+
+$1 == "permille" {
+	if (NF != 2 || $2 !~ /^[0-9]+$/) fail("permille wants a number")
+	permille = $2
 	next
 }
 
@@ -76,6 +82,8 @@ END {
 		exit 2
 	if (window != "")
 		printf "-w\n%s\n", window
+	if (permille != "")
+		printf "-f\n%s\n", permille
 	for (i = 0; i < ndumps; i++) {
 		close(out "/" order[i] ".dump")
 		printf "%s=%s/%s.dump\n", order[i], out, order[i]
