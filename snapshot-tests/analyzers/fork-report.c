@@ -377,17 +377,34 @@ static int kernels_of(const struct row *rows, int n, const char *kind, const cha
 	return nk;
 }
 
+/*
+ * How a row's clones ran, beyond its cell's method, vCPUs and shape:
+ * "together" clones resumed at once (make crowd), or "load" (the VM busy
+ * on every vCPU with traffic, fork_load).  "" for an ordinary row.
+ */
+static const char *row_conditions(const struct row *r, char *buf, size_t len)
+{
+	if (num(r->json, "together") > 0)
+		snprintf(buf, len, ", %lld clones at once", num(r->json, "together"));
+	else if (str(r->json, "load"))
+		snprintf(buf, len, ", under load (every vCPU, %s traffic)", str(r->json, "load"));
+	else
+		buf[0] = '\0';
+	return buf;
+}
+
 /* ---- Markdown ------------------------------------------------------------ */
 
 
 static void md_rng_row(const struct row *r)
 {
-	char records[64], bytes[64], us[64];
+	char records[64], bytes[64], us[64], cond[96];
 	int n = r->clones ? (int)json_object_array_length(r->clones) : 0;
 
-	printf("| %s | %lld | %s%s%s%s | ", key_str(r, "method"), num(r->json, "vcpus"),
+	printf("| %s | %lld | %s%s%s%s%s | ", key_str(r, "method"), num(r->json, "vcpus"),
 	       r->shape ? r->shape : "", str(r->json, "crng") ? " (crng " : "",
-	       str(r->json, "crng") ? str(r->json, "crng") : "", str(r->json, "crng") ? ")" : "");
+	       str(r->json, "crng") ? str(r->json, "crng") : "", str(r->json, "crng") ? ")" : "",
+	       row_conditions(r, cond, sizeof(cond)));
 	if (!strcmp(r->verdict, "error") && !r->clones) {
 		printf(" |  |  |  |  |  |  |  | error: %s |\n", r->why);
 		return;
@@ -471,13 +488,14 @@ static void md_wg(const struct row *rows, int n)
 
 static int same_cell(const struct row *a, const struct row *b)
 {
-	const char *keys[] = { "method", "shape", "crng" };
+	const char *keys[] = { "method", "shape", "crng", "load" };
 	size_t i;
 
 	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
 		if (strcmp(key_str(a, keys[i]), key_str(b, keys[i])))
 			return 0;
 	return num(a->json, "vcpus") == num(b->json, "vcpus") &&
+	       num(a->json, "together") == num(b->json, "together") &&
 	       !strcmp(a->shape ? a->shape : "", b->shape ? b->shape : "");
 }
 
@@ -811,6 +829,7 @@ static void html_rng_row(const struct row *r, double span)
 static void html_rng(const struct row *rows, int n)
 {
 	int i, j, *shown = xcalloc(n, sizeof(*shown));
+	char cond[96];
 	double span;
 
 	printf("<h2>RNG: each clone after its GUID changed</h2>\n<p><span class='shared'>red</span>: "
@@ -833,6 +852,7 @@ static void html_rng(const struct row *rows, int n)
 			html_text(str(rows[i].json, "crng"));
 			printf(")");
 		}
+		html_text(row_conditions(&rows[i], cond, sizeof(cond)));
 		printf("</h3>\n<div class='cell'>\n");
 		for (j = i; j < n; j++) {
 			if (strcmp(rows[j].kind, "rng") || !same_cell(&rows[i], &rows[j]))

@@ -19,6 +19,9 @@
 # stock window to compare with; exec also runs in CRNG_EARLY, where the
 # stock window is certain.
 #
+# A row per kernel forks a busy VM (lib/wg_fork.sh, load_row: getrandom()
+# on both vCPUs and WireGuard traffic across the fork).
+#
 # KERNEL=/path/bzImage measures that kernel alone.  Progress goes to
 # stderr; the tables to stdout and DIR/matrix.md, the rows with their
 # verdicts to DIR/matrix.json.  A row that fails is an error row with its
@@ -68,6 +71,11 @@ ROWS=()
 rng_rows "$out/rows" "$nclones" "$kernels" "$vcpus_list" "$methods"
 # shellcheck disable=SC2086
 shape_rows $shapes
+# A fork of a busy VM (every vCPU recording, the tunnel streaming).
+for k in $kernels; do
+	ROWS+=("$out/rows/$k-load.json")
+	load_row "$k" "$nclones" "${ROWS[-1]}" || true
+done
 rng=("${ROWS[@]}")
 # WireGuard: migrate-file, 1 vCPU, the tunnel streaming and idle.
 ROWS=()

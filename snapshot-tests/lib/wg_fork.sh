@@ -121,16 +121,19 @@ wg_detect() {
 	"$BUILD/wg-detect" -p "$WG_VM_PORT" -m "$WG_BEAT_PORT" -j "$out" "$@"
 }
 
-# wg_snapshot KERNEL_NAME KERNEL TRAFFIC DIR: boot the peer and the VM,
-# bring the tunnel up and snapshot both into DIR/peer and DIR/vm.  Sets
+# wg_snapshot KERNEL_NAME KERNEL TRAFFIC DIR [SHAPE]: boot the peer and the
+# VM (WG_VM_VCPUS vCPUs), bring the tunnel up and snapshot both into
+# DIR/peer and DIR/vm.  With SHAPE, the VM also records the RNG's output
+# in that shape across the snapshot (as rng_original's guests do).  Sets
 # WG_NETS (wg_switch).
+WG_VM_VCPUS=1
 wg_snapshot() {
-	local kname=$1 kernel=$2 traffic=$3 dir=$4 tag="wg $1 $3"
+	local kname=$1 kernel=$2 traffic=$3 dir=$4 shape=${5:-} tag="wg $1 $3"
 	mkdir -p "$dir/peer" "$dir/vm"
 	wg_switch "${dir##*/}"
 	progress "$tag: booting the peer and the VM"
 	snap_boot migrate-file peer "$kernel" 1 "$dir/peer" --guid "$WG_PEER_GUID" "${WG_NETS[@]:0:2}"
-	snap_boot migrate-file vm "$kernel" 1 "$dir/vm" --guid "$WG_VM_GUID" "${WG_NETS[@]:2:2}"
+	snap_boot migrate-file vm "$kernel" "$WG_VM_VCPUS" "$dir/vm" --guid "$WG_VM_GUID" "${WG_NETS[@]:2:2}"
 	wg_tunnel peer vm
 	guest_call vm stream start beat 10.9.0.1 "$WG_BEAT_PORT" "$WG_BEAT_US" >/dev/null
 	wg_stream vm data "$WG_STREAM_US"
@@ -140,8 +143,13 @@ wg_snapshot() {
 	[ "$(wg_received peer)" -gt 0 ] || die "nothing came through the tunnel"
 	if [ "$traffic" = idle ]; then guest_call vm stream stop data >/dev/null; fi
 	sleep "$WG_SETTLE_S"
+	if [ -n "$shape" ]; then
+		rng_require "$(guest_call vm info)"
+		rng_prepare vm migrate-file ready "$(guest_call vm info)"
+	fi
 	# Nothing from before the snapshot may hide what the fork changes.
 	guest_call vm reseed >/dev/null
+	[ -z "$shape" ] || guest_call vm record start "$shape" "$(shape_records "$shape")" >/dev/null
 	progress "$tag: snapshot"
 	snap_save migrate-file vm "$dir/vm"
 	snap_save migrate-file peer "$dir/peer"
@@ -150,7 +158,7 @@ wg_snapshot() {
 # wg_restore KERNEL DIR NAME GUID: one clone of the VM, its wire captured
 # in DIR/NAME.pcap.
 wg_restore() {
-	snap_restore migrate-file vm "$2/vm" "$3" "$1" 1 "$4" "${WG_NETS[@]:2:2}" --pcap "$2/$3.pcap"
+	snap_restore migrate-file vm "$2/vm" "$3" "$1" "$WG_VM_VCPUS" "$4" "${WG_NETS[@]:2:2}" --pcap "$2/$3.pcap"
 }
 
 # wg_restore_peer KERNEL DIR NAME: the peer as it was at the snapshot.
@@ -197,4 +205,49 @@ wg_both_measure() {
 	jq --arg k "$kname" --argjson r "$((after - before))" \
 		--argjson s "$((2 * 2 * WG_WINDOW_S * 1000000 / WG_STREAM_US))" \
 		'{kernel: $k, received: $r, sent: $s, detect: .}' "$dir/detect.json" >"$dir/result.json"
+}
+
+# ---- a fork under load --------------------------------------------------------
+# load_row KERNEL_NAME CLONES OUT.json: the RNG measurement of a VM that is
+# busy on every front when it is snapshotted and when each clone resumes:
+# the recorder calls getrandom() on both of its 2 vCPUs, the tunnel
+# streams through WireGuard to the peer, the heartbeat goes out beside it
+# every 5 ms (network interrupts) and the timers tick.  Each clone
+# (reference and control with the VM's GUID, CLONES with fresh ones) runs
+# next to a restore of the peer until its recording is complete and
+# WG_WINDOW_S has passed.  result.json is rng-exposure's, with "wg":
+# wg-detect's report of the fresh clones' wire.  The kernel draws from the
+# same per-CPU crngs as the recorder while it handles the traffic, at
+# moments that differ between the reference and the control, so the
+# control may show LOAD_FRESH_PERMILLE fresh records per thousand (about
+# 2 measured here) instead of 1 and still count as identical.
+LOAD_FRESH_PERMILLE=10
+load_row() {
+	local kname=$1 nclones=$2 out=$3
+	row_run "$RUN_DIR/$kname-load" "$out" \
+		"$(row_keys kind=rng kernel="$kname" method=migrate-file vcpus=2 shape=getrandom-16 crng=ready load=WireGuard)" \
+		load_measure "$kname" "$(kernel_path "$kname")" "$nclones"
+}
+
+load_measure() {
+	local kname=$1 kernel=$2 nclones=$3 dir=$ROW_DIR clone guid i
+	local -a clones=(ref control) args=() pcaps=()
+	WG_VM_VCPUS=2
+	wg_snapshot "$kname" "$kernel" stream "$dir" getrandom-16
+	for ((i = 1; i <= nclones; i++)); do clones+=("c$i"); done
+	for clone in "${clones[@]}"; do
+		guid=auto
+		case "$clone" in ref | control) guid=$WG_VM_GUID ;; *) pcaps+=("$dir/$clone.pcap") ;; esac
+		progress "load $kname: restoring $clone"
+		wg_restore_peer "$kernel" "$dir" "peer-$clone"
+		wg_restore "$kernel" "$dir" "$clone" "$guid"
+		SECONDS=0
+		rng_collect "$clone" "$dir/$clone" 0
+		[ "$SECONDS" -ge "$WG_WINDOW_S" ] || sleep "$((WG_WINDOW_S - SECONDS))"
+		guest_quit "$clone"
+		guest_quit "peer-$clone"
+		args+=("$clone=$dir/$clone.dump:$dir/$clone.console")
+	done
+	wg_detect "$dir/wg.json" "${pcaps[@]}" >/dev/null
+	"$BUILD/rng-exposure" -f "$LOAD_FRESH_PERMILLE" "${args[@]}" | jq --slurpfile wg "$dir/wg.json" '. + {wg: $wg[0]}' >"$dir/result.json"
 }
