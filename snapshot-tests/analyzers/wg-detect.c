@@ -17,7 +17,10 @@
  *    first handshake completed: a response to one of the VM's initiations,
  *    or any response it sent) and first_new_data_us (the first data it sent
  *    under a post-fork session: one whose initiation and response are both
- *    in the capture).
+ *    in the capture);
+ *  - peers: for each UDP port the VM sent an initiation to (a VM with many
+ *    peers reaches each at its own port), when it first did and when the
+ *    first answer to one came back (JSON only).
  * Times are microseconds after t0, -1 for never.  Across clones, every pair
  * that sent the same (session, counter) is either a nonce reuse
  * (different bytes: the same key and nonce over two plaintexts) or an
@@ -125,6 +128,21 @@ static struct json_object *by_type(const uint64_t *n)
 	return o;
 }
 
+static struct json_object *peers_json(const struct wg_capture *c)
+{
+	struct json_object *a = json_object_new_array(), *p;
+	size_t i;
+
+	for (i = 0; i < c->npeers; i++) {
+		p = json_object_new_object();
+		add_int(p, "port", c->peers[i].port);
+		add_int(p, "initiation_us", c->peers[i].initiation_us);
+		add_int(p, "handshake_us", c->peers[i].handshake_us);
+		json_object_array_add(a, p);
+	}
+	return a;
+}
+
 static struct json_object *clone_json(const struct clone *cl)
 {
 	const struct wg_capture *c = &cl->cap;
@@ -150,6 +168,7 @@ static struct json_object *clone_json(const struct clone *cl)
 	add_int(o, "data_received", (int64_t)c->data_received);
 	add_int(o, "reused_with_other_clones", (int64_t)c->reused);
 	add_int(o, "self_reuse", (int64_t)c->self_reuse);
+	json_object_object_add(o, "peers", peers_json(c));
 	return o;
 }
 

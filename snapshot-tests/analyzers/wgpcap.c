@@ -142,6 +142,7 @@ int wg_classify(const uint8_t *frame, size_t len, uint16_t port, struct wg_msg *
 		return WGF_OTHER;
 	if (sport == port && dport == port)
 		return WGF_AMBIGUOUS;
+	m->remote_port = sport == port ? dport : sport;
 	return sport == port ? WGF_SENT : WGF_RECEIVED;
 }
 
@@ -235,6 +236,9 @@ void wg_capture_free(struct wg_capture *c)
 	free(c->sessions.v);
 	memset(&c->hello, 0, sizeof(c->hello));
 	memset(&c->sessions, 0, sizeof(c->sessions));
+	free(c->peers);
+	c->peers = NULL;
+	c->npeers = c->peers_cap = 0;
 	free(c->data);
 	c->data = NULL;
 	c->ndata = c->data_cap = 0;
@@ -315,6 +319,32 @@ static int keep_data(struct wg_capture *c, const struct wg_msg *m)
 	return 0;
 }
 
+/* The peer at PORT, added when ADD; NULL when absent or out of memory. */
+static struct wg_peer *peer_at(struct wg_capture *c, uint16_t port, int add)
+{
+	struct wg_peer *p;
+	size_t i;
+
+	for (i = 0; i < c->npeers; i++)
+		if (c->peers[i].port == port)
+			return &c->peers[i];
+	if (!add)
+		return NULL;
+	if (c->npeers == c->peers_cap) {
+		size_t cap = c->peers_cap ? 2 * c->peers_cap : 16;
+
+		p = realloc(c->peers, cap * sizeof(*p));
+		if (!p)
+			return NULL;
+		c->peers = p;
+		c->peers_cap = cap;
+	}
+	p = &c->peers[c->npeers++];
+	p->port = port;
+	p->initiation_us = p->handshake_us = -1;
+	return p;
+}
+
 /*
  * A session is post-fork when this capture shows its whole handshake: our
  * initiation answered (the responder's index is where we send), or an
@@ -324,10 +354,17 @@ static int keep_data(struct wg_capture *c, const struct wg_msg *m)
  */
 static int sent_msg(struct wg_capture *c, int64_t t, const struct wg_msg *m)
 {
+	struct wg_peer *p;
+
 	switch (m->type) {
 	case WG_INITIATION:
 		if (c->first_initiation_us < 0)
 			c->first_initiation_us = t;
+		p = peer_at(c, m->remote_port, 1);
+		if (!p)
+			return bad(c, "out of memory");
+		if (p->initiation_us < 0)
+			p->initiation_us = t;
 		if (set_add(&c->initiated, m->sender))
 			return bad(c, "out of memory");
 		return indices_add(c, &c->hello, m->sender, m->ephemeral);
@@ -353,6 +390,8 @@ static int sent_msg(struct wg_capture *c, int64_t t, const struct wg_msg *m)
 
 static int received_msg(struct wg_capture *c, int64_t t, const struct wg_msg *m)
 {
+	struct wg_peer *p;
+
 	switch (m->type) {
 	case WG_INITIATION:
 		if (set_add(&c->answering, m->sender))
@@ -363,6 +402,9 @@ static int received_msg(struct wg_capture *c, int64_t t, const struct wg_msg *m)
 			return 0;
 		if (c->handshake_us < 0)
 			c->handshake_us = t;
+		p = peer_at(c, m->remote_port, 0);
+		if (p && p->handshake_us < 0)
+			p->handshake_us = t;
 		return session_add(c, m->sender, indices_find(&c->hello, m->receiver), m->ephemeral);
 	case WG_DATA:
 		c->data_received++;

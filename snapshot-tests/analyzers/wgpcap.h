@@ -63,6 +63,7 @@ enum wg_class {
 
 struct wg_msg {
 	int type;
+	uint16_t remote_port;	/* the other end's UDP port: which peer */
 	uint32_t sender, receiver;
 	uint64_t counter;
 	uint64_t ephemeral;	/* initiation, response: a hash of the ephemeral key */
@@ -107,6 +108,16 @@ struct wg_indices {
 };
 
 /*
+ * One peer of the VM, told apart by its UDP port (a VM with many peers
+ * reaches each at its own port): when the VM first sent it an initiation
+ * and when the first answer to one of ours came back.
+ */
+struct wg_peer {
+	uint16_t port;
+	int64_t initiation_us, handshake_us;
+};
+
+/*
  * Times are in microseconds, relative to t0_us: the first frame sent to the
  * marker port (the VM's heartbeat), or with no marker port the first frame.
  * -1 means "never".
@@ -128,6 +139,8 @@ struct wg_capture {
 	 */
 	struct wg_indices hello;	/* initiations: sender index, ephemeral */
 	struct wg_indices sessions;	/* post-fork: receiver index, both ephemerals */
+	struct wg_peer *peers;		/* every port we sent an initiation to */
+	size_t npeers, peers_cap;
 	struct wg_data *data;		/* every transport-data message we sent */
 	size_t ndata, data_cap;
 	uint64_t reused;		/* of them, part of a reuse with another clone */
