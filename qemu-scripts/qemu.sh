@@ -284,6 +284,19 @@ guest_quit() {
 	guest_wait_exit "$name" "$STOP_TIMEOUT" || true
 }
 
+# initramfs_with OUT.cpio DIR: $INITRAMFS with DIR's files appended (the
+# kernel unpacks a second archive over the first): a seed, an ID, the
+# scripts of a test.  Reproducible (inode numbers, owners), so that two
+# boots of deterministic guests stay alike; DIR's time stamps are the
+# caller's to set.
+initramfs_with() {
+	local out=$1 dir=$2
+	cp "$INITRAMFS" "$out.tmp" &&
+		(cd "$dir" && find . -mindepth 1 -printf '%P\0' | LC_ALL=C sort -z |
+			cpio --null -o -H newc --owner=0:0 --reproducible --quiet) >>"$out.tmp" &&
+		mv "$out.tmp" "$out"
+}
+
 # guest_boot NAME KERNEL [options]: start and wait for the agent.
 guest_boot() {
 	guest_start "$@" && guest_wait_agent "$1"

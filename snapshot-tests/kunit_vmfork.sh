@@ -91,9 +91,7 @@ initramfs_with_id() {
 	mkdir -p "$dir/root"
 	printf '%s\n' "$1" >"$dir/root/vmfork-test-id"
 	touch -d 2020-01-01 "$dir/root/vmfork-test-id"
-	cp "$INITRAMFS" "$dir/initramfs.cpio"
-	(cd "$dir/root" && echo vmfork-test-id | cpio -o -H newc --owner=0:0 --reproducible --quiet) \
-		>>"$dir/initramfs.cpio"
+	initramfs_with "$dir/initramfs.cpio" "$dir/root" || die "cannot append to $INITRAMFS"
 	echo "$dir/initramfs.cpio"
 }
 

@@ -49,9 +49,7 @@ seed_initramfs() {
 	seed_bytes "$2" >"$stage/var/lib/forksafe-seed/seed.credit"
 	chmod 0400 "$stage/var/lib/forksafe-seed/seed.credit"
 	find "$stage" -exec touch -h -d "@$SEED_DISK_TIME" {} +
-	cp "$INITRAMFS" "$out"
-	(cd "$stage" && find var -print0 | LC_ALL=C sort -z |
-		cpio --null -o -H newc --owner=0:0 --reproducible --quiet) >>"$out" || die "seed: cpio failed for $out"
+	initramfs_with "$out" "$stage" || die "seed: cpio failed for $out"
 	rm -rf "$stage"
 }
 
