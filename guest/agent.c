@@ -485,6 +485,24 @@ static int cmd_wg_show(const char *args)
 	return 0;
 }
 
+/*
+ * "sh PATH": run a shell script the host packed into the initramfs (a
+ * network of many WireGuard peers is a script, not a command per peer);
+ * its output back as "out=" lines.
+ */
+static int cmd_sh(const char *args)
+{
+	char path[256];
+
+	if (sscanf(args, "%255s", path) != 1 || path[0] != '/')
+		return -EINVAL;
+	if (access(path, R_OK)) {
+		reply("error=%s: %s", path, strerror(errno));
+		return -ENOENT;
+	}
+	return run((char *[]){ "/bin/sh", path, NULL });
+}
+
 /* "stream start NAME DST PORT INTERVAL-US" | "stream stop|stat NAME" */
 static int cmd_stream(const char *args)
 {
@@ -564,6 +582,7 @@ static const struct command {
 	{ "net-up", cmd_net_up },
 	{ "wg-up", cmd_wg_up },
 	{ "wg-show", cmd_wg_show },
+	{ "sh", cmd_sh },
 	{ "stream", cmd_stream },
 	{ "sink", cmd_sink },
 	{ "poweroff", cmd_poweroff },

@@ -22,7 +22,7 @@ for prog in "$@"; do
 	install -m 0755 "$prog" "$stage/bin/$(basename "$prog")"
 done
 install -m 0755 "$busybox" "$stage/bin/busybox"
-for applet in sh ip ping ls cat dmesg sleep echo mount; do
+for applet in sh ip ping ls cat dmesg sleep echo mount grep wc; do
 	ln -s busybox "$stage/bin/$applet"
 done
 install -m 0755 "$wg" "$stage/usr/bin/wg"

@@ -15,6 +15,8 @@ here=$(dirname "${BASH_SOURCE[0]}")
 . "$here/rng_fork.sh"
 # shellcheck source=wg_fork.sh
 . "$here/wg_fork.sh"
+# shellcheck source=wg_scale.sh
+. "$here/wg_scale.sh"
 # shellcheck source=seed.sh
 . "$here/seed.sh"
 # shellcheck source=cold.sh
