@@ -7,8 +7,10 @@
 #   make bench-wg     the same for WireGuard
 #   make cold-clones  boots of one golden image: identical RNG output or not
 #                     CLONES=3, COLD_ROWS="det,fresh,none,qemu64,no ..."
-#   make storm        chained forks, a clone of a clone ..., DEPTH=100 levels
+#   make storm        chained forks, a clone of a clone ..., DEPTH=100 levels,
+#                     METHOD=migrate-file|qcow2-newproc|libvirt-save, WG=1 (a tunnel)
 #   make crowd        CLONES=16 clones of one snapshot running at once
+#   make wg-scale     a VM with PEERS="1 10 50 200" WireGuard peers, forked
 #   make check        build everything and run snapshot-tests/ (KTAP)
 #                     TESTS="boot_vmgenid ..." a subset
 # Developers:
@@ -39,7 +41,7 @@ DEBS := linux-source-6.1 bc bison flex libelf-dev libssl-dev cpio xz-utils file 
 	libjson-c-dev libpcap-dev jq shellcheck python3-ply python3-git chromium e2fsprogs
 
 .PHONY: all help deps kernel kernel-stock kernel-kunit kernel-debug kernel-bench kernel-tree refresh-patches \
-	checkpatch guest tools corpus check demo bench-rng bench-wg cold-clones storm crowd mutants fuzz clean
+	checkpatch guest tools corpus check demo bench-rng bench-wg cold-clones storm crowd wg-scale mutants fuzz clean
 
 all: kernel kernel-stock guest tools
 
@@ -224,7 +226,13 @@ bench-wg: deps
 DEPTH ?= 100
 storm: deps
 	@$(MAKE) --no-print-directory kernel kernel-stock guest tools
-	@snapshot-tests/drivers/storm.sh --depth "$(DEPTH)"
+	@snapshot-tests/drivers/storm.sh --depth "$(DEPTH)" $(if $(METHOD),--method "$(METHOD)") $(if $(WG),--wg)
+
+PEERS ?= 1 10 50 200
+wg-scale: deps
+	@$(MAKE) --no-print-directory kernel kernel-stock guest tools
+	@snapshot-tests/drivers/wg-scale.sh --peers "$(PEERS)" \
+		--clones "$(if $(filter command line environment,$(origin CLONES)),$(CLONES),2)"
 
 # CLONES here defaults to 16 clones at once.
 crowd: deps

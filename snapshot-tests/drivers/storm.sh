@@ -1,104 +1,176 @@
 #!/bin/bash
 # make storm: chained forks, a clone of a clone of a clone.  A guest is
-# snapshotted by migrate-file and restored with a fresh GUID; that clone
-# is snapshotted and restored again with another, DEPTH times.  At every
+# snapshotted by METHOD and restored with a fresh GUID; that clone is
+# snapshotted and restored again with another, DEPTH times.  The methods
+# that chain: migrate-file (the default), qcow2-newproc (savevm into the
+# qcow2 the clone has open, -loadvm in the next QEMU) and libvirt-save
+# (virsh save of the restored domain, virsh restore of that).  At every
 # level:
-#  - the guest reads the new GUID, and logs exactly one "crng reseeded due
-#    to virtual machine fork": each fork counted once, none lost, none
-#    twice;
+#  - the guest reads the new GUID, and its console since the restore logs
+#    exactly one "crng reseeded due to virtual machine fork": each fork
+#    counted once, none lost, none twice;
 #  - its first output after the restore (the agent's `sample`, 32 bytes of
 #    getrandom()) was never seen at an earlier level;
 #  - no kernel warning, BUG or oops on its console;
 #  - MemAvailable is recorded: level DEPTH may have at most MEM_BOUND_KB
-#    less than level 1, or the chain leaks.
+#    less than level 1, or the chain leaks;
+#  - with --wg (migrate-file, qcow2-newproc): the guest streams through a
+#    WireGuard tunnel to a peer that stays up for the whole chain, its
+#    wire captured at each level; every level must complete a new
+#    handshake (wg-detect), and on the patched kernel send nothing under a
+#    key from before its restore.
 # Every CONTROL_EVERY levels (and at level 1) two more restores of the
-# same snapshot keep the parent's GUID: their first outputs must be equal
-# (the negative control: else a sample cannot tell a fork), and the fork's
-# must differ from them on the patched kernel (the stock kernel's result is
-# reported: its first output after a fork is the pre-fork state's when the
-# asynchronous reseed has not run yet).
+# same snapshot keep the parent's GUID, before the level's own: their
+# first outputs must be equal (the negative control: else a sample cannot
+# tell a fork), and the fork's must differ from them on the patched kernel
+# (the stock kernel's result is reported: its first output after a fork is
+# the pre-fork state's when the asynchronous reseed has not run yet).
+# With --wg there are no controls: the stream draws getrandom() for every
+# datagram at moments the host's timing decides, so two restores with the
+# parent's GUID give different first outputs (measured: the pair differed
+# at once) and the comparison would be blind; the fork count, the new GUID
+# and the WireGuard checks carry such a run.
 #
-#   storm.sh [--kernels "patched stock"] [--depth 100] [--control-every 10] [--out DIR]
+#   storm.sh [--kernels "patched stock"] [--method M] [--wg] [--depth 100]
+#            [--control-every 10] [--out DIR]
 #
 # KERNEL=/path/bzImage runs that kernel alone.  The table goes to stdout
-# and DIR/storm.md, every level to DIR/storm.json.  The run fails when a
-# patched level fails a check, or when a control pair differs (blind).
+# and DIR/storm-METHOD[-wg].md, every level to
+# DIR/storm/KERNEL-METHOD[-wg].jsonl.  The
+# run fails when a patched level fails a check, or when a control pair
+# differs (blind).
 set -euo pipefail
 . "$(dirname "$0")/../lib/measure.sh"
 . "$(dirname "$0")/../lib/opts.sh"
 
 kernels=$(test_kernels)
+method=migrate-file
+wg=""
 depth=100
 every=10
 out=${RESULTS:-$FORKSAFE_ROOT/results}
 MEM_BOUND_KB=${MEM_BOUND_KB:-2048}
 STORM_RUN_S=1 # a level runs this long after its sample before its console is read
-opts_parse storm --kernels=kernels --depth=depth --control-every=every --out=out -- "$@"
+STORM_WG_S=2  # with --wg, this long: the rekey and new data through the tunnel
+opts_parse storm --kernels=kernels --method=method --wg=wg=1 --depth=depth --control-every=every \
+	--out=out -- "$@"
 opts_counts storm "--depth and --control-every" "$depth" "$every"
+case "$method" in
+migrate-file | qcow2-newproc | libvirt-save) ;;
+*) die "storm: --method chains migrate-file, qcow2-newproc or libvirt-save, not '$method'" ;;
+esac
+[ -z "$wg" ] || snap_newproc "$method" ||
+	die "storm: --wg needs a method that restores into a QEMU of ours (migrate-file, qcow2-newproc)"
+[ -z "$wg" ] || [ "$STORM_RUN_S" -ge "$STORM_WG_S" ] || STORM_RUN_S=$STORM_WG_S
 # shellcheck disable=SC2086 # a list of words
 require_kernels storm $kernels
 qemu_setup
 results_lock storm "$out"
 mkdir -p "$out/storm"
+run=$method${wg:+-wg}
 
-warnings() { grep -c -E 'WARNING:|BUG:|Oops|Call Trace' "$(guest_dir "$1")/console.log" || true; }
+warnings() {
+	tail -c +"$(($2 + 1))" "$(guest_dir "$1")/console.log" | grep -c -E 'WARNING:|BUG:|Oops|Call Trace' || true
+}
 sample() { agent_field bytes <<<"$(guest_call "$1" sample)"; }
+console_size() { stat -c %s "$(guest_dir "$1")/console.log" 2>/dev/null || echo 0; }
+
+# storm_boot K DIR: the first guest (K), and with --wg its peer and tunnel
+# (the peer K-peer is never snapshotted).  Sets NET (the guest's network
+# options).
+NET=()
+storm_boot() {
+	local k=$1 dir=$2
+	if [ -z "$wg" ]; then
+		snap_boot "$method" "$k" "$(kernel_path "$k")" 1 "$dir"
+		return
+	fi
+	wg_switch "$k-storm"
+	NET=("${WG_NETS[@]:2:2}")
+	guest_boot "$k-peer" "$(kernel_path "$k")" --guid "$WG_PEER_GUID" "${WG_NETS[@]:0:2}"
+	snap_boot "$method" "$k" "$(kernel_path "$k")" 1 "$dir" --guid "$WG_VM_GUID" "${NET[@]}"
+	wg_tunnel "$k-peer" "$k"
+	guest_call "$k" stream start beat 10.9.0.1 "$WG_BEAT_PORT" "$WG_BEAT_US" >/dev/null
+	wg_stream "$k" data "$WG_STREAM_US"
+	wait_until "$WG_HANDSHAKE_TIMEOUT" wg_handshaken "$k" ||
+		die "storm: the tunnel did not come up: no handshake in ${WG_HANDSHAKE_TIMEOUT}s"
+	guest_call "$k" reseed >/dev/null
+}
 
 # control_pair K DIR PARENT_GUID LEVEL: two restores of DIR's snapshot with
-# the parent's GUID; their first outputs, "A B".
+# the parent's GUID; their first outputs in CONTROL_SAMPLES, "A B".
 control_pair() {
-	local k=$1 dir=$2 guid=$3 level=$4 i s=""
+	local k=$1 dir=$2 guid=$3 level=$4 i name
+	CONTROL_SAMPLES=""
 	for i in 1 2; do
-		snap_restore migrate-file "$k" "$dir" "$k-ctl$level-$i" "$(kernel_path "$k")" 1 "$guid"
-		s+="$(sample "$k-ctl$level-$i") "
-		guest_quit "$k-ctl$level-$i"
+		name=$(snap_clone_name "$method" "$k" "$k-ctl$level-$i")
+		snap_restore "$method" "$k" "$dir" "$name" "$(kernel_path "$k")" 1 "$guid"
+		CONTROL_SAMPLES+="$(sample "$name") "
+		snap_end "$method" "$name"
 	done
-	echo "$s"
+}
+
+# wg_level PCAP: wg-detect's verdict on one level's wire, as JSON.
+wg_level() {
+	[ -n "$wg" ] || { echo null; return; }
+	wg_detect "$1.json" "$1" >/dev/null
+	jq -c '.clones[0] | {rekeyed: (.postfork_sessions > 0), prefork_packets, handshake_us}' "$1.json"
 }
 
 # storm K: the chain on kernel K, one JSON line per level on stdout.
 storm() {
-	local k=$1 prev=$1 dir=$RUN_DIR/$1-0 next name info guid parent_guid s pair level
+	local k=$1 dir=$RUN_DIR/$1-0 next name info guid parent_guid s pair level from
+	local -a pcap=()
 	mkdir -p "$dir"
-	snap_boot migrate-file "$k" "$(kernel_path "$k")" 1 "$dir"
+	storm_boot "$k" "$dir"
 	parent_guid=$(agent_field guid <<<"$(guest_call "$k" info)")
-	snap_save migrate-file "$k" "$dir"
+	snap_save "$method" "$k" "$dir"
 	for level in $(seq 1 "$depth"); do
-		name=$k-L$level next=$RUN_DIR/$k-$level
+		name=$(snap_clone_name "$method" "$k" "$k-L$level") next=$RUN_DIR/$k-$level
 		mkdir -p "$next"
-		snap_restore migrate-file "$prev" "$dir" "$name" "$(kernel_path "$k")" 1 auto
+		pair=""
+		if [ -z "$wg" ] && { [ "$level" = 1 ] || [ $((level % every)) = 0 ]; }; then
+			control_pair "$k" "$dir" "$parent_guid" "$level"
+			pair=$CONTROL_SAMPLES
+		fi
+		from=$(console_size "$name")
+		[ -z "$wg" ] || pcap=(--pcap "$next/wire.pcap")
+		snap_restore "$method" "$k" "$dir" "$name" "$(kernel_path "$k")" 1 auto "${NET[@]}" "${pcap[@]}"
 		s=$(sample "$name")
 		sleep "$STORM_RUN_S"
 		info=$(guest_call "$name" info)
 		guid=$(agent_field guid <<<"$info")
-		pair=""
-		if [ "$level" = 1 ] || [ $((level % every)) = 0 ]; then
-			pair=$(control_pair "$k" "$dir" "$parent_guid" "$level")
-		fi
-		snap_save migrate-file "$name" "$next"
+		snap_save "$method" "$name" "$next"
+		# qcow2-newproc saved into the qcow2 the level had open: it moves on.
+		# (libvirt-save's domain keeps the disk it was defined with, in the
+		# first level's directory: only the saved states go.)
+		[ "$method" != qcow2-newproc ] || mv "$dir/vmstate.qcow2" "$next/"
 		jq -nc --argjson level "$level" --arg guid "$guid" --arg parent "$parent_guid" --arg sample "$s" \
-			--argjson forks "$(fork_lines "$name")" --argjson warnings "$(warnings "$name")" \
+			--argjson forks "$(fork_lines "$name" "$from")" --argjson warnings "$(warnings "$name" "$from")" \
 			--argjson mem "$(agent_field mem_available_kb <<<"$info")" --arg pair "$pair" \
+			--argjson wg "$(wg_level "$next/wire.pcap")" \
 			'{level: $level, guid: $guid, parent_guid: $parent, sample: $sample, forks: $forks,
-			  warnings: $warnings, mem_available_kb: $mem,
+			  warnings: $warnings, mem_available_kb: $mem, wg: $wg,
 			  control: ($pair | split(" ") | map(select(. != "")))}'
-		progress "storm $k: level $level: $(fork_lines "$name") fork line(s), MemAvailable $(agent_field mem_available_kb <<<"$info") kB"
-		rm -rf "$dir"
-		dir=$next prev=$name parent_guid=$guid
+		progress "storm $k $run: level $level: $(fork_lines "$name" "$from") fork line(s), MemAvailable $(agent_field mem_available_kb <<<"$info") kB"
+		if snap_libvirt "$method"; then rm -f "$dir/vmstate.sav"; else rm -rf "$dir"; fi
+		dir=$next parent_guid=$guid
 	done
+	snap_finish "$method" "$k"
+	[ -z "$wg" ] || guest_quit "$k-peer"
 	rm -rf "$dir"
 }
 
 for k in $kernels; do
-	storm "$k" >"$out/storm/$k.jsonl.tmp"
-	mv "$out/storm/$k.jsonl.tmp" "$out/storm/$k.jsonl"
+	storm "$k" >"$out/storm/$k-$run.jsonl.tmp"
+	mv "$out/storm/$k-$run.jsonl.tmp" "$out/storm/$k-$run.jsonl"
 done
 # One summary per kernel, from its levels.
 summary=$(for k in $kernels; do
-	jq -s -c --arg k "$k" --argjson bound "$MEM_BOUND_KB" '
+	jq -s -c --arg k "$k" --arg run "$run" --argjson bound "$MEM_BOUND_KB" '
 		def distinct: (unique | length) == length;
 		[.[] | select(.control | length == 2)] as $ctl |
-		{kernel: $k, levels: length,
+		{kernel: $k, run: $run, levels: length,
 		 one_fork_each: ([.[] | select(.forks != 1)] | length == 0),
 		 bad_fork_levels: [.[] | select(.forks != 1) | "\(.level): \(.forks)"],
 		 new_guid_each: ([.[] | select(.guid == .parent_guid or .guid == "")] | length == 0),
@@ -110,27 +182,34 @@ summary=$(for k in $kernels; do
 		 mem_bound_kb: $bound,
 		 controls: ($ctl | length),
 		 controls_equal: ([$ctl[] | select(.control[0] == .control[1])] | length),
-		 forks_differ: ([$ctl[] | select(.sample != .control[0])] | length)}' \
-		"$out/storm/$k.jsonl"
+		 forks_differ: ([$ctl[] | select(.sample != .control[0])] | length),
+		 wg: (if .[0].wg == null then null else
+			{rekeyed: ([.[] | select(.wg.rekeyed)] | length),
+			 prefork_packets: (map(.wg.prefork_packets) | add),
+			 handshake_ms_max: (map(.wg.handshake_us) | max / 1000)} end)}' \
+		"$out/storm/$k-$run.jsonl"
 done | jq -s .)
-echo "$summary" >"$out/storm.json.tmp"
-mv "$out/storm.json.tmp" "$out/storm.json"
+echo "$summary" >"$out/storm-$run.json.tmp"
+mv "$out/storm-$run.json.tmp" "$out/storm-$run.json"
 {
-	echo "## Chained forks (make storm)"
+	echo "## Chained forks (make storm, $run)"
 	echo
-	echo "migrate-file, 1 vCPU, $depth levels per kernel, each level a restore of the last with a fresh GUID; a pair of restores with the parent's GUID every $every levels and at level 1."
+	echo "$method, 1 vCPU, $depth levels per kernel, each level a restore of the last with a fresh GUID; a pair of restores with the parent's GUID every $every levels and at level 1.${wg:+ A WireGuard tunnel streams to a peer that stays up for the whole chain.}"
 	echo
-	echo "| kernel | levels | one fork logged at each | GUIDs all new | first outputs all new | warnings | MemAvailable level 1 → $depth (kB) | controls equal | fork's output differs from the controls |"
-	echo "|---|---|---|---|---|---|---|---|---|"
-	jq -r '.[] | "| \(.kernel) | \(.levels) | \(if .one_fork_each then "yes" else "no: " + (.bad_fork_levels | join(", ")) end) | \(.guids_distinct and .new_guid_each) | \(.samples_distinct) | \(.warnings) | \(.mem_first_kb) → \(.mem_last_kb) (\(.mem_lost_kb) lost, bound \(.mem_bound_kb)) | \(.controls_equal) of \(.controls) | \(.forks_differ) of \(.controls) |"' <<<"$summary"
-} >"$out/storm.md.tmp"
-mv "$out/storm.md.tmp" "$out/storm.md"
-cat "$out/storm.md"
-echo "storm: results in $out/storm.md, $out/storm.json and $out/storm/" >&2
+	echo "| kernel | levels | one fork logged at each | GUIDs all new | first outputs all new | warnings | MemAvailable level 1 → $depth (kB) | controls equal | fork's output differs from the controls |${wg:+ levels rekeyed | packets under a pre-fork key | slowest handshake (ms) |}"
+	echo "|---|---|---|---|---|---|---|---|---|${wg:+---|---|---|}"
+	jq -r '.[] | "| \(.kernel) | \(.levels) | \(if .one_fork_each then "yes" else "no: " + (.bad_fork_levels | join(", ")) end) | \(.guids_distinct and .new_guid_each) | \(.samples_distinct) | \(.warnings) | \(.mem_first_kb) → \(.mem_last_kb) (\(.mem_lost_kb) lost, bound \(.mem_bound_kb)) | \(.controls_equal) of \(.controls) | \(.forks_differ) of \(.controls) |" + (if .wg then " \(.wg.rekeyed) of \(.levels) | \(.wg.prefork_packets) | \(.wg.handshake_ms_max) |" else "" end)' <<<"$summary"
+} >"$out/storm-$run.md.tmp"
+mv "$out/storm-$run.md.tmp" "$out/storm-$run.md"
+cat "$out/storm-$run.md"
+echo "storm: results in $out/storm-$run.md, $out/storm-$run.json and $out/storm/" >&2
 # Blind: a control pair that differs.  Failed: a patched (or custom) level.
 jq -e 'all(.[]; .controls_equal == .controls)' <<<"$summary" >/dev/null ||
 	die "storm: a control pair differed: a first output cannot tell a fork here"
 jq -e 'all(.[] | select(.kernel != "stock"); .one_fork_each and .new_guid_each and .guids_distinct
 	and .samples_distinct and .warnings == 0 and .mem_lost_kb <= .mem_bound_kb
-	and .forks_differ == .controls)' <<<"$summary" >/dev/null ||
+	and .forks_differ == .controls
+	and (.wg == null or (.wg.rekeyed == .levels and .wg.prefork_packets == 0)))' <<<"$summary" >/dev/null ||
 	die "storm: the patched kernel failed a check (the table says which)"
+jq -e 'all(.[]; .wg == null or .wg.rekeyed == .levels)' <<<"$summary" >/dev/null ||
+	die "storm: a level did not rekey WireGuard (the table says which)"

@@ -23,10 +23,13 @@
 
 FORK_BLOCKS=${FORK_BLOCKS:-60000}
 
-# fork_lines NAME: how many times NAME's console says the kernel reseeded
-# for a VM fork (once per fork on both kernels; rng-exposure reads the
-# same line).
-fork_lines() { grep -c 'crng reseeded due to virtual machine fork' "$(guest_dir "$1")/console.log" || true; }
+# fork_lines NAME [FROM]: how many times NAME's console (from byte FROM on)
+# says the kernel reseeded for a VM fork (once per fork on both kernels;
+# rng-exposure reads the same line).
+fork_lines() {
+	tail -c +"$((${2:-0} + 1))" "$(guest_dir "$1")/console.log" |
+		grep -c 'crng reseeded due to virtual machine fork' || true
+}
 # PREINIT_EXTRA (environment): more of the command line for such guests.
 PREINIT_APPEND="forksafe.crng=nowait random.trust_cpu=off random.trust_bootloader=off${PREINIT_EXTRA:+ $PREINIT_EXTRA}"
 EARLY_BITS=136
