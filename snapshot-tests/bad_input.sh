@@ -99,6 +99,17 @@ expect_fail "a cold-clone row of four factors" "cold-clones: a row is CLOCK,GENI
 expect_fail "cold clones of one boot" "cold-clones: --clones wants at least 2" "$cold" --clones 1
 expect_fail "a cold-clone factor that does not exist" "cold: unknown seed 'dd' (none, credit, write, write-other)" \
 	"$cold" --rows "det,absent,dd,qemu64,no"
+storm=$FORKSAFE_ROOT/snapshot-tests/drivers/storm.sh
+expect_fail "a storm by a method that cannot chain" \
+	"storm: --method chains migrate-file, qcow2-newproc or libvirt-save, not 'loadvm-inproc'" \
+	"$storm" --method loadvm-inproc
+expect_fail "a WireGuard storm through libvirt" "storm: --wg needs a method that restores into a QEMU of ours" \
+	"$storm" --wg --method libvirt-save
+expect_fail "a storm of no levels" "storm: --depth wants whole numbers of at least 1, not '0'" "$storm" --depth 0
+expect_fail "a crowd of one" "crowd: --clones wants at least 2" \
+	"$FORKSAFE_ROOT/snapshot-tests/drivers/crowd.sh" --clones 1
+expect_fail "more peers than ports set aside" "wg-scale: at most 1000 peers, not 2000" \
+	"$FORKSAFE_ROOT/snapshot-tests/drivers/wg-scale.sh" --peers 2000
 # A second run of a driver on the results directory of one that runs.
 mkdir -p "$RUN_DIR/locked"
 exec {held}>"$RUN_DIR/locked/.cold-clones.lock"

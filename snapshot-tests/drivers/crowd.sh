@@ -27,6 +27,7 @@ nclones=16
 out=${RESULTS:-$FORKSAFE_ROOT/results}
 opts_parse crowd --kernels=kernels --clones=nclones --out=out -- "$@"
 opts_counts crowd --clones "$nclones"
+[ "$nclones" -ge 2 ] || die "crowd: --clones wants at least 2 (clones are compared with each other)"
 # shellcheck disable=SC2086 # a list of words
 require_kernels crowd $kernels
 qemu_setup

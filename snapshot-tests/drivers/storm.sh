@@ -54,7 +54,8 @@ STORM_RUN_S=1 # a level runs this long after its sample before its console is re
 STORM_WG_S=2  # with --wg, this long: the rekey and new data through the tunnel
 opts_parse storm --kernels=kernels --method=method --wg=wg=1 --depth=depth --control-every=every \
 	--out=out -- "$@"
-opts_counts storm "--depth and --control-every" "$depth" "$every"
+opts_counts storm --depth "$depth"
+opts_counts storm --control-every "$every"
 case "$method" in
 migrate-file | qcow2-newproc | libvirt-save) ;;
 *) die "storm: --method chains migrate-file, qcow2-newproc or libvirt-save, not '$method'" ;;
