@@ -97,13 +97,14 @@ struct shape {
 	void (*run)(struct worker *w);
 };
 
-static const struct shape *shape;	/* set once, when recording starts */
+static const struct shape *shape;	/* set when a recording starts */
 static struct stream streams[DUMP_MAX_STREAMS];
 static int nstreams;
 static uint32_t per_stream;
 static struct worker workers[DUMP_MAX_STREAMS];
 static int nworkers;
 static _Atomic int nstarted;
+static _Atomic int nended;
 static const volatile uint8_t *live_id;
 static uint64_t live_addr;
 static uint8_t start_id[GENID_LEN];
@@ -727,6 +728,7 @@ static void *worker_main(void *arg)
 	else
 		shape->run(w);
 	started(w); /* one that ended early must not hold recorder_start up */
+	atomic_fetch_add(&nended, 1);
 	return NULL;
 }
 
@@ -792,6 +794,26 @@ static int streams_alloc(const struct shape *sh, int workers, unsigned long n)
 	return -1;
 }
 
+/*
+ * A finished recording (every worker has returned) makes room for the
+ * next: a chain of forks records again in a clone of a clone.
+ */
+static void recording_free(void)
+{
+	int s;
+
+	for (s = 0; s < nstreams; s++) {
+		free(streams[s].rec);
+		streams[s].rec = NULL;
+		atomic_store(&streams[s].count, 0);
+	}
+	memset(workers, 0, sizeof(workers));
+	nstreams = 0;
+	atomic_store(&nstarted, 0);
+	atomic_store(&nended, 0);
+	shape = NULL;
+}
+
 /* A thread that does not start fails the recording. */
 static void workers_start(void)
 {
@@ -814,10 +836,12 @@ int recorder_start(const char *name, unsigned long n, char *err, size_t errlen)
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	int rc;
 
-	if (shape) {
-		snprintf(err, errlen, "a recording already exists");
+	if (shape && (atomic_load(&nended) < nworkers || failed())) {
+		snprintf(err, errlen, "a recording is under way or has failed");
 		return -1;
 	}
+	if (shape)
+		recording_free();
 	if (!sh) {
 		snprintf(err, errlen, "unknown shape '%s' (guest/protocol.h lists them)", name);
 		return -1;
@@ -828,10 +852,12 @@ int recorder_start(const char *name, unsigned long n, char *err, size_t errlen)
 			 DUMP_MAX_STREAMS);
 		return -1;
 	}
-	live_addr = genid_locate(err, errlen);
-	live_id = live_addr ? genid_map_at(live_addr, err, errlen) : NULL;
-	if (!live_id)
-		return -1;
+	if (!live_id) {
+		live_addr = genid_locate(err, errlen);
+		live_id = live_addr ? genid_map_at(live_addr, err, errlen) : NULL;
+		if (!live_id)
+			return -1;
+	}
 	genid_read(live_id, start_id);
 	/*
 	 * In its first two minutes the kernel reseeds about every second on

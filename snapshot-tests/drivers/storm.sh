@@ -19,17 +19,20 @@
 #    wire captured at each level; every level must complete a new
 #    handshake (wg-detect), and on the patched kernel send nothing under a
 #    key from before its restore.
-# Every CONTROL_EVERY levels (and at level 1) two more restores of the
-# same snapshot keep the parent's GUID, before the level's own: their
-# first outputs must be equal (the negative control: else a sample cannot
-# tell a fork), and the fork's must differ from them on the patched kernel
-# (the stock kernel's result is reported: its first output after a fork is
-# the pre-fork state's when the asynchronous reseed has not run yet).
-# With --wg there are no controls: the stream draws getrandom() for every
+# At level 1 and every CONTROL_EVERY levels the fork is measured as a row
+# of make demo measures it: the parent records getrandom() on its vCPU
+# (guest/recorder.c) when it is snapshotted, two more restores keep the
+# parent's GUID (the reference and the control), and rng-exposure counts
+# the blocks the level's clone produced from the pre-fork state after its
+# GUID changed.  The control must stay the reference's (the negative
+# control: else the recording cannot tell a fork, and the run is blind),
+# the patched kernel must expose 0 blocks at every such level, and the
+# stock kernel must expose some at one level at least (the positive
+# control: else the recording cannot see a window here).
+# With --wg nothing is recorded: the stream draws getrandom() for every
 # datagram at moments the host's timing decides, so two restores with the
-# parent's GUID give different first outputs (measured: the pair differed
-# at once) and the comparison would be blind; the fork count, the new GUID
-# and the WireGuard checks carry such a run.
+# parent's GUID never stay alike (measured: a pair differed at once); the
+# fork count, the new GUID and the WireGuard checks carry such a run.
 #
 #   storm.sh [--kernels "patched stock"] [--method M] [--wg] [--depth 100]
 #            [--control-every 10] [--out DIR]
@@ -37,8 +40,8 @@
 # KERNEL=/path/bzImage runs that kernel alone.  The table goes to stdout
 # and DIR/storm-METHOD[-wg].md, every level to
 # DIR/storm/KERNEL-METHOD[-wg].jsonl.  The
-# run fails when a patched level fails a check, or when a control pair
-# differs (blind).
+# run fails when a patched level fails a check, when a control differs
+# from its reference or the stock kernel shows no window (blind).
 set -euo pipefail
 . "$(dirname "$0")/../lib/measure.sh"
 . "$(dirname "$0")/../lib/opts.sh"
@@ -98,17 +101,36 @@ storm_boot() {
 	guest_call "$k" reseed >/dev/null
 }
 
-# control_pair K DIR PARENT_GUID LEVEL: two restores of DIR's snapshot with
-# the parent's GUID; their first outputs in CONTROL_SAMPLES, "A B".
-control_pair() {
-	local k=$1 dir=$2 guid=$3 level=$4 i name
-	CONTROL_SAMPLES=""
-	for i in 1 2; do
-		name=$(snap_clone_name "$method" "$k" "$k-ctl$level-$i")
+# recorded LEVEL: is LEVEL's fork measured with the recorder?
+recorded() { [ -z "$wg" ] && { [ "$1" = 1 ] || [ $(($1 % every)) = 0 ]; }; }
+
+# record_before_save NAME LEVEL: NAME is about to be snapshotted as the
+# parent of LEVEL; start its recording if LEVEL is recorded.
+record_before_save() {
+	recorded "$2" || return 0
+	guest_call "$1" record start getrandom-16 "$FORK_BLOCKS" >/dev/null
+}
+
+# controls K DIR PARENT_GUID LEVEL_DIR: the reference and the control,
+# restores of DIR's snapshot with the parent's GUID; their recordings in
+# LEVEL_DIR/ref.dump and control.dump.
+controls() {
+	local k=$1 dir=$2 guid=$3 c name from
+	for c in ref control; do
+		name=$(snap_clone_name "$method" "$k" "$k-$c-$(basename "$4")")
+		from=$(console_size "$name")
 		snap_restore "$method" "$k" "$dir" "$name" "$(kernel_path "$k")" 1 "$guid"
-		CONTROL_SAMPLES+="$(sample "$name") "
+		rng_collect "$name" "$4/$c" "$from"
 		snap_end "$method" "$name"
 	done
+}
+
+# exposure LEVEL_DIR: rng-exposure's verdict on the level's fork, as JSON.
+exposure() {
+	"$BUILD/rng-exposure" "ref=$1/ref.dump:$1/ref.console" "control=$1/control.dump:$1/control.console" \
+		"fork=$1/fork.dump:$1/fork.console" >"$1/exposure.json"
+	jq -c '{control_identical: .control.identical, diverged: .clones[0].diverged,
+		exposure_records: .clones[0].exposure_records, exposure_us: .clones[0].exposure_us}' "$1/exposure.json"
 }
 
 # wg_level PCAP: wg-detect's verdict on one level's wire, as JSON.
@@ -120,27 +142,34 @@ wg_level() {
 
 # storm K: the chain on kernel K, one JSON line per level on stdout.
 storm() {
-	local k=$1 dir=$RUN_DIR/$1-0 next name info guid parent_guid s pair level from
+	local k=$1 dir=$RUN_DIR/$1-0 next name info guid parent_guid s rec level from
 	local -a pcap=()
 	mkdir -p "$dir"
 	storm_boot "$k" "$dir"
-	parent_guid=$(agent_field guid <<<"$(guest_call "$k" info)")
+	info=$(guest_call "$k" info)
+	parent_guid=$(agent_field guid <<<"$info")
+	# The kernel reseeds every uptime/2 s in its first two minutes: the
+	# original ages first, so that no reseed of its own falls in a recording.
+	[ -n "$wg" ] || rng_prepare "$k" "$method" ready "$info"
+	record_before_save "$k" 1
 	snap_save "$method" "$k" "$dir"
 	for level in $(seq 1 "$depth"); do
 		name=$(snap_clone_name "$method" "$k" "$k-L$level") next=$RUN_DIR/$k-$level
 		mkdir -p "$next"
-		pair=""
-		if [ -z "$wg" ] && { [ "$level" = 1 ] || [ $((level % every)) = 0 ]; }; then
-			control_pair "$k" "$dir" "$parent_guid" "$level"
-			pair=$CONTROL_SAMPLES
-		fi
+		! recorded "$level" || controls "$k" "$dir" "$parent_guid" "$next"
 		from=$(console_size "$name")
 		[ -z "$wg" ] || pcap=(--pcap "$next/wire.pcap")
 		snap_restore "$method" "$k" "$dir" "$name" "$(kernel_path "$k")" 1 auto "${NET[@]}" "${pcap[@]}"
+		rec=null
+		if recorded "$level"; then
+			rng_collect "$name" "$next/fork" "$from"
+			rec=$(exposure "$next")
+		fi
 		s=$(sample "$name")
 		sleep "$STORM_RUN_S"
 		info=$(guest_call "$name" info)
 		guid=$(agent_field guid <<<"$info")
+		record_before_save "$name" "$((level + 1))"
 		snap_save "$method" "$name" "$next"
 		# qcow2-newproc saved into the qcow2 the level had open: it moves on.
 		# (libvirt-save's domain keeps the disk it was defined with, in the
@@ -148,11 +177,10 @@ storm() {
 		[ "$method" != qcow2-newproc ] || mv "$dir/vmstate.qcow2" "$next/"
 		jq -nc --argjson level "$level" --arg guid "$guid" --arg parent "$parent_guid" --arg sample "$s" \
 			--argjson forks "$(fork_lines "$name" "$from")" --argjson warnings "$(warnings "$name" "$from")" \
-			--argjson mem "$(agent_field mem_available_kb <<<"$info")" --arg pair "$pair" \
+			--argjson mem "$(agent_field mem_available_kb <<<"$info")" --argjson rec "$rec" \
 			--argjson wg "$(wg_level "$next/wire.pcap")" \
 			'{level: $level, guid: $guid, parent_guid: $parent, sample: $sample, forks: $forks,
-			  warnings: $warnings, mem_available_kb: $mem, wg: $wg,
-			  control: ($pair | split(" ") | map(select(. != "")))}'
+			  warnings: $warnings, mem_available_kb: $mem, wg: $wg, recorded: $rec}'
 		progress "storm $k $run: level $level: $(fork_lines "$name" "$from") fork line(s), MemAvailable $(agent_field mem_available_kb <<<"$info") kB"
 		if snap_libvirt "$method"; then rm -f "$dir/vmstate.sav"; else rm -rf "$dir"; fi
 		dir=$next parent_guid=$guid
@@ -170,7 +198,7 @@ done
 summary=$(for k in $kernels; do
 	jq -s -c --arg k "$k" --arg run "$run" --argjson bound "$MEM_BOUND_KB" '
 		def distinct: (unique | length) == length;
-		[.[] | select(.control | length == 2)] as $ctl |
+		[.[] | select(.recorded != null) | .recorded] as $rec |
 		{kernel: $k, run: $run, levels: length,
 		 one_fork_each: ([.[] | select(.forks != 1)] | length == 0),
 		 bad_fork_levels: [.[] | select(.forks != 1) | "\(.level): \(.forks)"],
@@ -181,9 +209,12 @@ summary=$(for k in $kernels; do
 		 mem_first_kb: .[0].mem_available_kb, mem_last_kb: .[-1].mem_available_kb,
 		 mem_lost_kb: (.[0].mem_available_kb - .[-1].mem_available_kb),
 		 mem_bound_kb: $bound,
-		 controls: ($ctl | length),
-		 controls_equal: ([$ctl[] | select(.control[0] == .control[1])] | length),
-		 forks_differ: ([$ctl[] | select(.sample != .control[0])] | length),
+		 recorded: ($rec | length),
+		 controls_equal: ([$rec[] | select(.control_identical)] | length),
+		 forks_diverged: ([$rec[] | select(.diverged)] | length),
+		 exposed_levels: ([$rec[] | select(.exposure_records > 0)] | length),
+		 exposure_records_max: ([$rec[].exposure_records] | max // 0),
+		 exposure_us_max: ([$rec[].exposure_us] | max // 0),
 		 wg: (if .[0].wg == null then null else
 			{rekeyed: ([.[] | select(.wg.rekeyed)] | length),
 			 prefork_packets: (map(.wg.prefork_packets) | add),
@@ -195,21 +226,25 @@ mv "$out/storm-$run.json.tmp" "$out/storm-$run.json"
 {
 	echo "## Chained forks (make storm, $run)"
 	echo
-	echo "$method, 1 vCPU, $depth levels per kernel, each level a restore of the last with a fresh GUID; a pair of restores with the parent's GUID every $every levels and at level 1.${wg:+ A WireGuard tunnel streams to a peer that stays up for the whole chain.}"
+	echo "$method, 1 vCPU, $depth levels per kernel, each level a restore of the last with a fresh GUID.${wg:+ A WireGuard tunnel streams to a peer that stays up for the whole chain.}"
+	[ -n "$wg" ] || echo "Recorded (getrandom() from the snapshot on, a reference and a control with the parent's GUID): level 1 and every $every."
 	echo
-	echo "| kernel | levels | one fork logged at each | GUIDs all new | first outputs all new | warnings | MemAvailable level 1 → $depth (kB) | controls equal | fork's output differs from the controls |${wg:+ levels rekeyed | packets under a pre-fork key | slowest handshake (ms) |}"
-	echo "|---|---|---|---|---|---|---|---|---|${wg:+---|---|---|}"
-	jq -r '.[] | "| \(.kernel) | \(.levels) | \(if .one_fork_each then "yes" else "no: " + (.bad_fork_levels | join(", ")) end) | \(.guids_distinct and .new_guid_each) | \(.samples_distinct) | \(.warnings) | \(.mem_first_kb) → \(.mem_last_kb) (\(.mem_lost_kb) lost, bound \(.mem_bound_kb)) | \(.controls_equal) of \(.controls) | \(.forks_differ) of \(.controls) |" + (if .wg then " \(.wg.rekeyed) of \(.levels) | \(.wg.prefork_packets) | \(.wg.handshake_ms_max) |" else "" end)' <<<"$summary"
+	echo "| kernel | levels | one fork logged at each | GUIDs all new | first outputs all new | warnings | MemAvailable level 1 → $depth (kB) |${wg:- recorded levels | controls identical | forks diverged | levels exposed | pre-fork blocks after the fork (max) | window µs (max) |}${wg:+ levels rekeyed | packets under a pre-fork key | slowest handshake (ms) |}"
+	echo "|---|---|---|---|---|---|---|${wg:----|---|---|---|---|---|}${wg:+---|---|---|}"
+	jq -r '.[] | "| \(.kernel) | \(.levels) | \(if .one_fork_each then "yes" else "no: " + (.bad_fork_levels | join(", ")) end) | \(.guids_distinct and .new_guid_each) | \(.samples_distinct) | \(.warnings) | \(.mem_first_kb) → \(.mem_last_kb) (\(.mem_lost_kb) lost, bound \(.mem_bound_kb)) |" + (if .wg then " \(.wg.rekeyed) of \(.levels) | \(.wg.prefork_packets) | \(.wg.handshake_ms_max) |" else " \(.recorded) | \(.controls_equal) of \(.recorded) | \(.forks_diverged) of \(.recorded) | \(.exposed_levels) of \(.recorded) | \(.exposure_records_max) | \(.exposure_us_max) |" end)' <<<"$summary"
 } >"$out/storm-$run.md.tmp"
 mv "$out/storm-$run.md.tmp" "$out/storm-$run.md"
 cat "$out/storm-$run.md"
 echo "storm: results in $out/storm-$run.md, $out/storm-$run.json and $out/storm/" >&2
-# Blind: a control pair that differs.  Failed: a patched (or custom) level.
-jq -e 'all(.[]; .controls_equal == .controls)' <<<"$summary" >/dev/null ||
-	die "storm: a control pair differed: a first output cannot tell a fork here"
+# Blind: a control that differs from its reference, or a stock kernel whose
+# window no recorded level saw.  Failed: a patched (or custom) level.
+jq -e 'all(.[]; .controls_equal == .recorded)' <<<"$summary" >/dev/null ||
+	die "storm: a control differed from its reference: the recording cannot tell a fork here"
+jq -e 'all(.[] | select(.kernel == "stock" and .recorded > 0); .exposed_levels > 0)' <<<"$summary" >/dev/null ||
+	die "storm: the stock kernel exposed nothing at any recorded level: the recording cannot see a window here"
 jq -e 'all(.[] | select(.kernel != "stock"); .one_fork_each and .new_guid_each and .guids_distinct
 	and .samples_distinct and .warnings == 0 and .mem_lost_kb <= .mem_bound_kb
-	and .forks_differ == .controls
+	and .forks_diverged == .recorded and .exposed_levels == 0
 	and (.wg == null or (.wg.rekeyed == .levels and .wg.prefork_packets == 0)))' <<<"$summary" >/dev/null ||
 	die "storm: the patched kernel failed a check (the table says which)"
 jq -e 'all(.[]; .wg == null or .wg.rekeyed == .levels)' <<<"$summary" >/dev/null ||
