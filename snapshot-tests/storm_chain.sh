@@ -1,0 +1,36 @@
+#!/bin/bash
+# A short storm (make storm runs 100 levels): a clone of a clone, two
+# migrate-file levels, each restored with a fresh GUID and both recorded
+# (snapshot-tests/drivers/storm.sh).  Per kernel:
+#  - every level logs exactly one fork and reads a new GUID, with no
+#    kernel warning;
+#  - at each level the control (restored with the parent's GUID) stays the
+#    reference's, or the chain is blind and fails;
+#  - patched: no level produced a block of its parent's state after the
+#    GUID changed; stock, the positive control: some level did.
+set -euo pipefail
+. "$(dirname "$0")/lib/ktap.sh"
+. "$(dirname "$0")/lib/measure.sh"
+qemu_setup
+
+STORM_DEPTH=${STORM_DEPTH:-2}
+rc=0
+"$FORKSAFE_ROOT/snapshot-tests/drivers/storm.sh" --depth "$STORM_DEPTH" --control-every 1 \
+	--out "$RUN_DIR" >"$RUN_DIR/storm.md" 2>"$RUN_DIR/storm.err" || rc=$?
+[ -s "$RUN_DIR/storm-migrate-file.json" ] ||
+	t_fail "storm ran (status $rc: $(tail -n 1 "$RUN_DIR/storm.err"))"
+t_diag "storm: status $rc$([ "$rc" = 0 ] || echo ": $(tail -n 1 "$RUN_DIR/storm.err")")"
+while read -r k; do
+	s() { jq -r --arg k "$k" ".[] | select(.kernel == \$k) | $1" "$RUN_DIR/storm-migrate-file.json"; }
+	tag="$k, $STORM_DEPTH chained levels"
+	t_eq "$tag: one fork logged and a new GUID at each, no warning" \
+		"$(s '.one_fork_each and .new_guid_each and .guids_distinct') $(s .warnings)" "true 0"
+	t_eq "$tag: every control stays its reference's" "$(s .controls_equal)" "$STORM_DEPTH"
+	t_eq "$tag: every level diverges from its parent" "$(s .forks_diverged)" "$STORM_DEPTH"
+	if [ "$k" = stock ]; then
+		t_check "$tag: the positive control: a level shows the stock window" test "$(s .exposed_levels)" -gt 0
+	else
+		t_eq "$tag: no level exposed its parent's state" "$(s .exposed_levels)" 0
+	fi
+done < <(jq -r '.[].kernel' "$RUN_DIR/storm-migrate-file.json")
+t_done
