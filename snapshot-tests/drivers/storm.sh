@@ -229,8 +229,14 @@ mv "$out/storm-$run.json.tmp" "$out/storm-$run.json"
 	echo "$method, 1 vCPU, $depth levels per kernel, each level a restore of the last with a fresh GUID.${wg:+ A WireGuard tunnel streams to a peer that stays up for the whole chain.}"
 	[ -n "$wg" ] || echo "Recorded (getrandom() from the snapshot on, a reference and a control with the parent's GUID): level 1 and every $every."
 	echo
-	echo "| kernel | levels | one fork logged at each | GUIDs all new | first outputs all new | warnings | MemAvailable level 1 → $depth (kB) |${wg:- recorded levels | controls identical | forks diverged | levels exposed | pre-fork blocks after the fork (max) | window µs (max) |}${wg:+ levels rekeyed | packets under a pre-fork key | slowest handshake (ms) |}"
-	echo "|---|---|---|---|---|---|---|${wg:----|---|---|---|---|---|}${wg:+---|---|---|}"
+	if [ -n "$wg" ]; then
+		cols=" levels rekeyed | packets under a pre-fork key | slowest handshake (ms) |" rule="---|---|---|"
+	else
+		cols=" recorded levels | controls identical | forks diverged | levels exposed | pre-fork blocks after the fork (max) | window µs (max) |"
+		rule="---|---|---|---|---|---|"
+	fi
+	echo "| kernel | levels | one fork logged at each | GUIDs all new | first outputs all new | warnings | MemAvailable level 1 → $depth (kB) |$cols"
+	echo "|---|---|---|---|---|---|---|$rule"
 	jq -r '.[] | "| \(.kernel) | \(.levels) | \(if .one_fork_each then "yes" else "no: " + (.bad_fork_levels | join(", ")) end) | \(.guids_distinct and .new_guid_each) | \(.samples_distinct) | \(.warnings) | \(.mem_first_kb) → \(.mem_last_kb) (\(.mem_lost_kb) lost, bound \(.mem_bound_kb)) |" + (if .wg then " \(.wg.rekeyed) of \(.levels) | \(.wg.prefork_packets) | \(.wg.handshake_ms_max) |" else " \(.recorded) | \(.controls_equal) of \(.recorded) | \(.forks_diverged) of \(.recorded) | \(.exposed_levels) of \(.recorded) | \(.exposure_records_max) | \(.exposure_us_max) |" end)' <<<"$summary"
 } >"$out/storm-$run.md.tmp"
 mv "$out/storm-$run.md.tmp" "$out/storm-$run.md"
