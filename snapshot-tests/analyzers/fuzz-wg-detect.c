@@ -9,7 +9,8 @@
  * frame parser is reached without a valid file around it.  Beyond the
  * sanitizers' checks, every frame must land in exactly one counter, a
  * failed load must say why, and comparing a clone with itself must find
- * each key exactly once.
+ * each key exactly once and move only what it sent before its marker
+ * (the VM's end has one, port 9) from pre-fork to in flight.
  */
 #define _GNU_SOURCE
 #include <stddef.h>
@@ -57,10 +58,14 @@ static void check_counts(const struct wg_capture *c)
 static void check_self(struct wg_capture *c)
 {
 	struct wg_capture *two[2] = { c, c };
-	uint64_t reuse, identical, keys = 0;
+	uint64_t reuse, identical, keys = 0, prefork = c->prefork_packets;
 	size_t i;
 
 	wg_compare(two, 2, &reuse, &identical);
+	/* In flight: what it sent before its marker, pre-fork, all alike. */
+	if (c->prefork_packets + c->inflight_packets != prefork ||
+	    (c->prefork_packets == 0) != (c->prefork_last_us == -1) || (c->inflight_packets && !c->marker))
+		abort();
 	for (i = 0; i < c->ndata; i++)
 		keys += !i || c->data[i].receiver != c->data[i - 1].receiver ||
 			c->data[i].session != c->data[i - 1].session ||
@@ -75,11 +80,12 @@ static void check_failed(const struct wg_capture *c)
 		abort();
 }
 
-static void fuzz_file(const uint8_t *data, size_t size, struct wg_capture *c, uint16_t port)
+static void fuzz_file(const uint8_t *data, size_t size, struct wg_capture *c, uint16_t port,
+		      uint16_t marker)
 {
 	FILE *f;
 
-	wg_capture_init(c, port, 0);
+	wg_capture_init(c, port, marker);
 	if (!size)
 		return;
 	f = fmemopen((void *)data, size, "rb");
@@ -124,8 +130,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct wg_capture vm, peer, frame, none;
 
-	fuzz_file(data, size, &vm, PORT);
-	fuzz_file(data, size, &peer, PORT + 1);
+	fuzz_file(data, size, &vm, PORT, 9);
+	fuzz_file(data, size, &peer, PORT + 1, 0);
 	fuzz_frame(data, size, &frame);
 	wg_capture_init(&none, PORT, 0);
 	check_pairs(&vm, &peer, &none);

@@ -13,6 +13,10 @@
  *  - prefork_packets: data the VM sent under a session this capture did not
  *    see being set up, i.e. with a keypair from before the snapshot, and
  *    prefork_last_us, when it sent the last of them;
+ *  - inflight_packets: those of them that were already sealed and queued
+ *    on the NIC at the snapshot, not counted in prefork_packets: with -m
+ *    and two clones or more, a pre-fork message that every clone sent byte
+ *    for byte before its heartbeat (wgpcap.h, wg_compare());
  *  - first_initiation_us (the VM's first initiation), handshake_us (the
  *    first handshake completed: a response to one of the VM's initiations,
  *    or any response it sent) and first_new_data_us (the first data it sent
@@ -101,10 +105,11 @@ static void print_clone(const struct clone *cl)
 {
 	const struct wg_capture *c = &cl->cap;
 
-	printf("%s: t0=%lld prefork_packets=%llu first_initiation_us=%lld handshake_us=%lld "
+	printf("%s: t0=%lld prefork_packets=%llu inflight_packets=%llu first_initiation_us=%lld handshake_us=%lld "
 	       "first_new_data_us=%lld data_sent=%llu data_received=%llu "
 	       "prefork_last_us=%lld reused_with_other_clones=%llu frames=%llu malformed=%llu\n",
 	       cl->name, (long long)c->t0_us, (unsigned long long)c->prefork_packets,
+	       (unsigned long long)c->inflight_packets,
 	       (long long)c->first_initiation_us, (long long)c->handshake_us,
 	       (long long)c->first_new_data_us, (unsigned long long)c->data_sent,
 	       (unsigned long long)c->data_received, (long long)c->prefork_last_us,
@@ -161,6 +166,7 @@ static struct json_object *clone_json(const struct clone *cl)
 	add_int(o, "postfork_sessions", (int64_t)c->postfork.n);
 	add_int(o, "prefork_packets", (int64_t)c->prefork_packets);
 	add_int(o, "prefork_last_us", c->prefork_last_us);
+	add_int(o, "inflight_packets", (int64_t)c->inflight_packets);
 	add_int(o, "first_initiation_us", c->first_initiation_us);
 	add_int(o, "handshake_us", c->handshake_us);
 	add_int(o, "first_new_data_us", c->first_new_data_us);

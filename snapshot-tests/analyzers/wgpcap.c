@@ -302,7 +302,7 @@ static int session_add(struct wg_capture *c, uint32_t index, uint64_t initiator,
 	return indices_add(c, &c->sessions, index, id ?: 1);
 }
 
-static int keep_data(struct wg_capture *c, const struct wg_msg *m)
+static int keep_data(struct wg_capture *c, int64_t t, const struct wg_msg *m, int prefork)
 {
 	struct wg_data *d;
 
@@ -311,6 +311,9 @@ static int keep_data(struct wg_capture *c, const struct wg_msg *m)
 	d = &c->data[c->ndata++];
 	memset(d, 0, sizeof(*d));
 	d->receiver = m->receiver;
+	d->us = t;
+	d->prefork = (uint8_t)prefork;
+	d->early = c->marker && c->t0_us < 0;
 	d->session = indices_find(&c->sessions, m->receiver);
 	d->counter = m->counter;
 	d->len = (uint32_t)m->payload_len;
@@ -379,11 +382,11 @@ static int sent_msg(struct wg_capture *c, int64_t t, const struct wg_msg *m)
 		if (set_has(&c->postfork, m->receiver)) {
 			if (c->first_new_data_us < 0)
 				c->first_new_data_us = t;
-		} else {
-			c->prefork_packets++;
-			c->prefork_last_us = t;
+			return keep_data(c, t, m, 0);
 		}
-		return keep_data(c, m);
+		c->prefork_packets++;
+		c->prefork_last_us = t;
+		return keep_data(c, t, m, 1);
 	}
 	return 0;
 }
@@ -623,6 +626,67 @@ static void compare_pair(struct wg_capture *a, struct wg_capture *b, uint64_t *r
 	}
 }
 
+/* The first message with KEY's key in D (sorted), or N if there is none. */
+static size_t run_find(const struct wg_data *d, size_t n, const struct wg_data *key)
+{
+	size_t lo = 0, hi = n, mid;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (cmp_key(&d[mid], key) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && !cmp_key(&d[lo], key) ? lo : n;
+}
+
+/* Did C send D's message before its marker, pre-fork, with D's bytes only? */
+static int sent_early_alike(const struct wg_capture *c, const struct wg_data *d)
+{
+	size_t i = run_find(c->data, c->ndata, d), end;
+
+	if (i == c->ndata)
+		return 0;
+	end = run_end(c->data, c->ndata, i);
+	return one_payload(c->data, i, end) && !cmp_bytes(&c->data[i], d) &&
+	       c->data[i].prefork && c->data[i].early;
+}
+
+static int in_flight(struct wg_capture **c, size_t n, size_t k, const struct wg_data *d)
+{
+	size_t j;
+
+	if (n < 2 || !d->prefork || !d->early)
+		return 0;
+	for (j = 0; j < n; j++)
+		if (j != k && !sent_early_alike(c[j], d))
+			return 0;
+	return 1;
+}
+
+/* Pre-fork and in-flight counts from the messages (see the header). */
+static void count_prefork(struct wg_capture **c, size_t n, size_t k)
+{
+	struct wg_capture *me = c[k];
+	struct wg_data *d;
+	size_t i;
+
+	me->prefork_packets = me->inflight_packets = 0;
+	me->prefork_last_us = -1;
+	for (i = 0; i < me->ndata; i++) {
+		d = &me->data[i];
+		d->inflight = (uint8_t)in_flight(c, n, k, d);
+		if (d->inflight) {
+			me->inflight_packets++;
+		} else if (d->prefork) {
+			me->prefork_packets++;
+			if (d->us > me->prefork_last_us)
+				me->prefork_last_us = d->us;
+		}
+	}
+}
+
 void wg_compare(struct wg_capture **c, size_t n, uint64_t *reuse, uint64_t *identical)
 {
 	size_t i, j;
@@ -638,4 +702,6 @@ void wg_compare(struct wg_capture **c, size_t n, uint64_t *reuse, uint64_t *iden
 		for (j = 0; j < c[i]->ndata; j++)
 			c[i]->reused += c[i]->data[j].reused;
 	}
+	for (i = 0; i < n; i++)
+		count_prefork(c, n, i);
 }

@@ -84,10 +84,14 @@ struct wg_data {
 	uint64_t session;	/* 0: a pre-fork session; else its ephemeral keys */
 	uint64_t counter;
 	uint64_t hash;
+	int64_t us;		/* when it was sent, after t0 */
 	uint32_t receiver;
 	uint32_t len;
 	uint8_t tag[16];
 	uint8_t reused;		/* another clone sent this key with other bytes */
+	uint8_t prefork;	/* under a session this capture did not see set up */
+	uint8_t early;		/* sent before the first frame to the marker port */
+	uint8_t inflight;	/* and sent alike by every other clone: see wg_compare() */
 };
 
 /* A set of 32-bit session indices. */
@@ -127,7 +131,7 @@ struct wg_capture {
 	uint64_t frames, malformed, not_udp, fragments, other;
 	uint64_t sent[WG_NTYPES], received[WG_NTYPES];
 	int64_t t0_us;
-	uint64_t prefork_packets, data_sent, data_received;
+	uint64_t prefork_packets, inflight_packets, data_sent, data_received;
 	int64_t prefork_last_us, first_initiation_us, handshake_us, first_new_data_us;
 	struct wg_set initiated;	/* sender indices of our initiations */
 	struct wg_set answering;	/* sender indices of initiations we received */
@@ -171,6 +175,19 @@ int wg_capture_load(struct wg_capture *c, FILE *f, const char *name);
  * *reuse counts the (session, counter) keys both of a pair sent with
  * different bytes, *identical those they sent with the same bytes.  Fills
  * in each clone's reused and self_reuse; sorts each clone's data.
+ *
+ * It also tells the frames that were in flight at the snapshot from those
+ * sealed after it.  A frame the guest had handed to its virtual NIC before
+ * the snapshot is in every restore's queue, and each restored QEMU sends
+ * it before the guest runs again: the same bytes in every clone, before
+ * its first heartbeat.  So with N >= 2 and a marker port, a pre-fork data
+ * message that every other clone sent byte for byte before its own marker
+ * is counted in inflight_packets, not in prefork_packets (and not in
+ * prefork_last_us).  No guest kernel can recall such a frame, and the peer
+ * drops every copy after the first as a replay.  A frame sealed after the
+ * fork differs between clones (the stream's datagrams carry a clock in ns
+ * and fresh random bytes), or comes after the heartbeat, and stays
+ * pre-fork; the criterion errs towards counting pre-fork.
  */
 void wg_compare(struct wg_capture **c, size_t n, uint64_t *reuse, uint64_t *identical);
 
