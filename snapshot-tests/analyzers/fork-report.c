@@ -436,7 +436,7 @@ static void md_rng(const struct row *rows, int n)
 
 static void md_wg_row(const struct row *r)
 {
-	char pre[64], ini[64], hs[64], data[64], del[64];
+	char pre[64], fly[64], ini[64], hs[64], data[64], del[64];
 	int n;
 
 	printf("| %s | %s | ", r->kernel, key_str(r, "traffic"));
@@ -445,9 +445,10 @@ static void md_wg_row(const struct row *r)
 		return;
 	}
 	n = (int)json_object_array_length(r->clones);
-	printf("%s%s%s | %s | %lld | %lld | %d/%d | %s | %s | %s | %s |\n", r->verdict,
+	printf("%s%s%s | %s | %s | %lld | %lld | %d/%d | %s | %s | %s | %s |\n", r->verdict,
 	       *r->why ? ": " : "", r->why,
 	       fmt_spread(pre, sizeof(pre), clone_spread(r->clones, "prefork_packets", 1, NULL, 1), 1),
+	       fmt_spread(fly, sizeof(fly), clone_spread(r->clones, "inflight_packets", 1, NULL, 1), 1),
 	       r->reuse, r->control_reuse, r->rekeyed, n,
 	       fmt_spread(ini, sizeof(ini), clone_spread(r->clones, "first_initiation_us", 1000, NULL, 1), 1),
 	       fmt_spread(hs, sizeof(hs), clone_spread(r->clones, "handshake_us", 1000, NULL, 1), 1),
@@ -463,8 +464,8 @@ static void md_wg(const struct row *rows, int n)
 		if (strcmp(rows[i].kind, "wg"))
 			continue;
 		if (!any++) {
-			printf("\n| kernel | tunnel | verdict | pre-fork-key packets | nonce-reuse pairs | control reuse pairs | rekeyed | first initiation ms | handshake done ms | first new data ms | datagrams delivered |\n");
-			printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+			printf("\n| kernel | tunnel | verdict | pre-fork-key packets | in flight at the snapshot | nonce-reuse pairs | control reuse pairs | rekeyed | first initiation ms | handshake done ms | first new data ms | datagrams delivered |\n");
+			printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
 		}
 		md_wg_row(&rows[i]);
 	}

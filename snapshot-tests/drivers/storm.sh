@@ -18,7 +18,11 @@
 #    WireGuard tunnel to a peer that stays up for the whole chain, its
 #    wire captured at each level; every level must complete a new
 #    handshake (wg-detect), and on the patched kernel send nothing under a
-#    key from before its restore.
+#    key from before its restore.  A frame the parent had already handed
+#    to its NIC is sent by every restore of the snapshot, byte for byte,
+#    before the guest runs: a twin (another restore with a fresh GUID, on
+#    a switch of its own, so the peer never sees it) lets wg-detect count
+#    such frames apart, as in flight.
 # At level 1 and every CONTROL_EVERY levels the fork is measured as a row
 # of make demo measures it: the parent records getrandom() on its vCPU
 # (guest/recorder.c) when it is snapshotted, two more restores keep the
@@ -55,6 +59,7 @@ out=${RESULTS:-$FORKSAFE_ROOT/results}
 MEM_BOUND_KB=${MEM_BOUND_KB:-2048}
 STORM_RUN_S=1 # a level runs this long after its sample before its console is read
 STORM_WG_S=2  # with --wg, this long: the rekey and new data through the tunnel
+STORM_TWIN_S=1 # with --wg, a level's twin runs this long: past its first heartbeat
 opts_parse storm --kernels=kernels --method=method --wg=wg=1 --depth=depth --control-every=every \
 	--out=out -- "$@"
 opts_counts storm --depth "$depth"
@@ -82,7 +87,7 @@ console_size() { stat -c %s "$(guest_dir "$1")/console.log" 2>/dev/null || echo 
 # storm_boot K DIR: the first guest (K), and with --wg its peer and tunnel
 # (the peer K-peer is never snapshotted).  Sets NET (the guest's network
 # options).
-NET=()
+NET=() TWIN_NET=()
 storm_boot() {
 	local k=$1 dir=$2
 	if [ -z "$wg" ]; then
@@ -91,6 +96,8 @@ storm_boot() {
 	fi
 	wg_switch "$k-storm"
 	NET=("${WG_NETS[@]:2:2}")
+	switch_start "$k-twin"
+	TWIN_NET=(--net "$SWITCH_DIR,52:54:00:f0:00:02")
 	guest_boot "$k-peer" "$(kernel_path "$k")" --guid "$WG_PEER_GUID" "${WG_NETS[@]:0:2}"
 	snap_boot "$method" "$k" "$(kernel_path "$k")" 1 "$dir" --guid "$WG_VM_GUID" "${NET[@]}"
 	wg_tunnel "$k-peer" "$k"
@@ -125,6 +132,20 @@ controls() {
 	done
 }
 
+# twin K DIR LEVEL_DIR: with --wg, another restore of DIR's snapshot with a
+# fresh GUID on the twin's switch, where nothing answers: its handshakes go
+# nowhere and the peer keeps the chain's session.  Its wire goes to
+# LEVEL_DIR/twin.pcap, for wg_level to compare with the level's.
+twin() {
+	local k=$1 dir=$2 name
+	[ -n "$wg" ] || return 0
+	name=$(snap_clone_name "$method" "$k" "$k-twin-$(basename "$3")")
+	snap_restore "$method" "$k" "$dir" "$name" "$(kernel_path "$k")" 1 auto "${TWIN_NET[@]}" \
+		--pcap "$3/twin.pcap"
+	sleep "$STORM_TWIN_S"
+	snap_end "$method" "$name"
+}
+
 # exposure LEVEL_DIR: rng-exposure's verdict on the level's fork, as JSON.
 exposure() {
 	"$BUILD/rng-exposure" "ref=$1/ref.dump:$1/ref.console" "control=$1/control.dump:$1/control.console" \
@@ -133,11 +154,13 @@ exposure() {
 		exposure_records: .clones[0].exposure_records, exposure_us: .clones[0].exposure_us}' "$1/exposure.json"
 }
 
-# wg_level PCAP: wg-detect's verdict on one level's wire, as JSON.
+# wg_level LEVEL_DIR: wg-detect's verdict on the level's wire (its twin's
+# beside it), as JSON.
 wg_level() {
 	[ -n "$wg" ] || { echo null; return; }
-	wg_detect "$1.json" "$1" >/dev/null
-	jq -c '.clones[0] | {rekeyed: (.postfork_sessions > 0), prefork_packets, handshake_us}' "$1.json"
+	wg_detect "$1/wire.json" "$1/wire.pcap" "$1/twin.pcap" >/dev/null
+	jq -c '.clones[0] | {rekeyed: (.postfork_sessions > 0), prefork_packets, inflight_packets, handshake_us}' \
+		"$1/wire.json"
 }
 
 # storm K: the chain on kernel K, one JSON line per level on stdout.
@@ -157,6 +180,7 @@ storm() {
 		name=$(snap_clone_name "$method" "$k" "$k-L$level") next=$RUN_DIR/$k-$level
 		mkdir -p "$next"
 		! recorded "$level" || controls "$k" "$dir" "$parent_guid" "$next"
+		twin "$k" "$dir" "$next"
 		from=$(console_size "$name")
 		[ -z "$wg" ] || pcap=(--pcap "$next/wire.pcap")
 		snap_restore "$method" "$k" "$dir" "$name" "$(kernel_path "$k")" 1 auto "${NET[@]}" "${pcap[@]}"
@@ -178,7 +202,7 @@ storm() {
 		jq -nc --argjson level "$level" --arg guid "$guid" --arg parent "$parent_guid" --arg sample "$s" \
 			--argjson forks "$(fork_lines "$name" "$from")" --argjson warnings "$(warnings "$name" "$from")" \
 			--argjson mem "$(agent_field mem_available_kb <<<"$info")" --argjson rec "$rec" \
-			--argjson wg "$(wg_level "$next/wire.pcap")" \
+			--argjson wg "$(wg_level "$next")" \
 			'{level: $level, guid: $guid, parent_guid: $parent, sample: $sample, forks: $forks,
 			  warnings: $warnings, mem_available_kb: $mem, wg: $wg, recorded: $rec}'
 		progress "storm $k $run: level $level: $(fork_lines "$name" "$from") fork line(s), MemAvailable $(agent_field mem_available_kb <<<"$info") kB"
@@ -218,6 +242,7 @@ summary=$(for k in $kernels; do
 		 wg: (if .[0].wg == null then null else
 			{rekeyed: ([.[] | select(.wg.rekeyed)] | length),
 			 prefork_packets: (map(.wg.prefork_packets) | add),
+			 inflight_packets: (map(.wg.inflight_packets) | add),
 			 handshake_ms_max: (map(.wg.handshake_us) | max / 1000)} end)}' \
 		"$out/storm/$k-$run.jsonl"
 done | jq -s .)
@@ -230,14 +255,15 @@ mv "$out/storm-$run.json.tmp" "$out/storm-$run.json"
 	[ -n "$wg" ] || echo "Recorded (getrandom() from the snapshot on, a reference and a control with the parent's GUID): level 1 and every $every."
 	echo
 	if [ -n "$wg" ]; then
-		cols=" levels rekeyed | packets under a pre-fork key | slowest handshake (ms) |" rule="---|---|---|"
+		cols=" levels rekeyed | packets under a pre-fork key | frames in flight at the snapshot | slowest handshake (ms) |"
+		rule="---|---|---|---|"
 	else
 		cols=" recorded levels | controls identical | forks diverged | levels exposed | pre-fork blocks after the fork (max) | window µs (max) |"
 		rule="---|---|---|---|---|---|"
 	fi
 	echo "| kernel | levels | one fork logged at each | GUIDs all new | first outputs all new | warnings | MemAvailable level 1 → $depth (kB) |$cols"
 	echo "|---|---|---|---|---|---|---|$rule"
-	jq -r '.[] | "| \(.kernel) | \(.levels) | \(if .one_fork_each then "yes" else "no: " + (.bad_fork_levels | join(", ")) end) | \(.guids_distinct and .new_guid_each) | \(.samples_distinct) | \(.warnings) | \(.mem_first_kb) → \(.mem_last_kb) (\(.mem_lost_kb) lost, bound \(.mem_bound_kb)) |" + (if .wg then " \(.wg.rekeyed) of \(.levels) | \(.wg.prefork_packets) | \(.wg.handshake_ms_max) |" else " \(.recorded) | \(.controls_equal) of \(.recorded) | \(.forks_diverged) of \(.recorded) | \(.exposed_levels) of \(.recorded) | \(.exposure_records_max) | \(.exposure_us_max) |" end)' <<<"$summary"
+	jq -r '.[] | "| \(.kernel) | \(.levels) | \(if .one_fork_each then "yes" else "no: " + (.bad_fork_levels | join(", ")) end) | \(.guids_distinct and .new_guid_each) | \(.samples_distinct) | \(.warnings) | \(.mem_first_kb) → \(.mem_last_kb) (\(.mem_lost_kb) lost, bound \(.mem_bound_kb)) |" + (if .wg then " \(.wg.rekeyed) of \(.levels) | \(.wg.prefork_packets) | \(.wg.inflight_packets) | \(.wg.handshake_ms_max) |" else " \(.recorded) | \(.controls_equal) of \(.recorded) | \(.forks_diverged) of \(.recorded) | \(.exposed_levels) of \(.recorded) | \(.exposure_records_max) | \(.exposure_us_max) |" end)' <<<"$summary"
 } >"$out/storm-$run.md.tmp"
 mv "$out/storm-$run.md.tmp" "$out/storm-$run.md"
 cat "$out/storm-$run.md"
