@@ -19,6 +19,7 @@
 #   make kernel-tree  the series applied in a git tree to edit; then
 #   make refresh-patches   rewrite kernel-patches/ from it (checkpatch: make checkpatch)
 #   make kernel kernel-stock kernel-kunit kernel-debug kernel-bench   build (cached)
+#                     LINUX=6.12 for these six: Debian's linux-source-6.12 (else 6.1)
 #   make guest tools  the initramfs, the host tools;  make deps  Debian packages
 # Knobs for all: KERNEL=/path/bzImage (measure that kernel alone), QEMU=,
 #   ACCEL=tcg|kvm (skip the KVM probe), KEEP_RUN_DIR=1 (keep guest logs),
@@ -34,7 +35,7 @@ GUEST_CFLAGS := -O2 -static $(WARN)
 # The host tools read what guests and QEMU send them: always sanitized.
 HOST_CFLAGS := -O1 -g $(WARN) -fsanitize=address,undefined -fno-sanitize-recover=all
 
-DEBS := linux-source-6.1 bc bison flex libelf-dev libssl-dev cpio xz-utils file \
+DEBS := linux-source-6.1 linux-source-6.12 bc bison flex libelf-dev libssl-dev cpio xz-utils file \
 	gcc make clang libclang-rt-14-dev \
 	qemu-system-x86 qemu-utils vde2 wireguard-tools busybox-static \
 	libvirt-daemon-system libvirt-clients libvirt-dev \
@@ -69,23 +70,26 @@ deps:
 		useradd --system -g libvirt-qemu -M -d /var/lib/libvirt -s /usr/sbin/nologin libvirt-qemu
 
 # ---- kernels (cached by input hash outside the clone) --------------------------
+# LINUX=6.12 builds from linux-source-6.12: build/bzImage-patched-6.12, ...
+LINUX ?= 6.1
+KSUFFIX := $(if $(filter 6.1,$(LINUX)),,-$(LINUX))
 kernel:
-	@kernel-patches/kernel.sh build patched
+	@kernel-patches/kernel.sh build patched$(KSUFFIX)
 kernel-stock:
-	@kernel-patches/kernel.sh build stock
+	@kernel-patches/kernel.sh build stock$(KSUFFIX)
 kernel-kunit:
-	@kernel-patches/kernel.sh build kunit
+	@kernel-patches/kernel.sh build kunit$(KSUFFIX)
 kernel-debug:
-	@kernel-patches/kernel.sh build debug
+	@kernel-patches/kernel.sh build debug$(KSUFFIX)
 kernel-bench:
-	@kernel-patches/kernel.sh build stock-bench
-	@kernel-patches/kernel.sh build patched-bench
+	@kernel-patches/kernel.sh build stock-bench$(KSUFFIX)
+	@kernel-patches/kernel.sh build patched-bench$(KSUFFIX)
 kernel-tree:
-	@kernel-patches/kernel.sh tree
+	@kernel-patches/kernel.sh tree $(LINUX)
 refresh-patches:
-	@kernel-patches/kernel.sh refresh
+	@kernel-patches/kernel.sh refresh $(LINUX)
 checkpatch:
-	@kernel-patches/kernel.sh checkpatch
+	@kernel-patches/kernel.sh checkpatch $(LINUX)
 
 # ---- guest userspace -----------------------------------------------------------
 SEED_MUTANTS := $(basename $(notdir $(wildcard guest/mutants/*.patch)))
@@ -214,7 +218,7 @@ bench-rng: deps
 	@$(MAKE) --no-print-directory kernel kernel-stock kernel-bench guest tools
 	@snapshot-tests/drivers/bench-rng.sh
 
-# Each mutation of kernel-patches/mutants/ must be killed by a test.
+# Each mutation of kernel-patches/6.1/mutants/ must be killed by a test.
 mutants: deps
 	@$(MAKE) --no-print-directory kernel-kunit guest tools
 	@snapshot-tests/drivers/mutants.sh

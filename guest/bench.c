@@ -6,7 +6,7 @@
  * adds to every call, so it is measured the way the fork matrix loads the
  * RNG, one pinned thread per vCPU: getrandom() in a tight loop, and
  * get_random_u32() through the hook of the *-bench kernels
- * (kernel-patches/bench/).
+ * (kernel-patches/6.1/bench/).
  *
  * WireGuard: the keypair's fork stamp is checked on every packet sent, so
  * a burst of datagrams through the tunnel is timed on the guest's clock,
@@ -36,7 +36,7 @@
 
 #define MAX_THREADS 64
 #define MAX_SIZE 4096
-/* The hooks of the *-bench kernels (kernel-patches/bench/). */
+/* The hooks of the *-bench kernels (kernel-patches/6.1/bench/). */
 #define BENCH_U32_PATH "/proc/sys/kernel/random/bench_u32"
 #define BENCH_RESEEDS_PATH "/proc/sys/kernel/random/bench_reseeds"
 

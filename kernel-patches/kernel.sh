@@ -1,15 +1,19 @@
 #!/bin/bash
-# Build the guest kernels from Debian's linux-source-6.1.
+# Build the guest kernels from Debian's linux-source-6.1 and -6.12.
 #
-#   kernel.sh build VARIANT               bzImage, cached by a hash of its inputs
+#   kernel.sh build VARIANT[-6.12]        bzImage, cached by a hash of its inputs
 #       stock; patched (stock + the series, nothing else: what is measured);
 #       kunit (patched + the KUnit suites, kunit.config); debug (kunit +
 #       debug.config); stock-bench, patched-bench (plus the hooks in bench/,
 #       for make bench-rng); mutant-NAME (kunit + mutants/NAME.patch, for
-#       make mutants)
-#   kernel.sh tree                         a tree with the series applied, to edit
-#   kernel.sh refresh                      rewrite the series from that tree
-#   kernel.sh checkpatch                   scripts/checkpatch.pl --strict on the series
+#       make mutants).  A name ending in -6.12 builds from 6.12, else 6.1.
+#   kernel.sh tree [6.12]                  a tree with the series applied, to edit
+#   kernel.sh refresh [6.12]               rewrite the series from that tree
+#   kernel.sh checkpatch [6.12]            scripts/checkpatch.pl --strict on the series
+#
+# Each version has its folder: VERSION/series names its patches in order,
+# VERSION/bench/ and VERSION/mutants/ hold the rest, and VERSION/*.config
+# adds to the fragments here where the versions differ.
 #
 # The source is extracted once into a git repository under $FORKSAFE_CACHE
 # (outside any clone), tagged forksafe-base.  Each variant builds in its own
@@ -19,11 +23,24 @@ set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cache=${FORKSAFE_CACHE:-/var/cache/forksafe}
-tarball=${LINUX_TARBALL:-/usr/src/linux-source-6.1.tar.xz}
 out=${FORKSAFE_BUILD:-$here/../build}
-base=$cache/src/linux
-devtree=${KERNEL_TREE:-$cache/tree}
 jobs=$(nproc)
+VERSIONS="6.1 6.12"
+
+# use_version VERSION: where that version's source, patches and trees are.
+# (6.1 keeps the paths it had before 6.12 came, so its cache stays valid.)
+use_version() {
+	ver=$1
+	case " $VERSIONS " in *" $ver "*) ;; *) die "no series for Linux '$ver' (one of: $VERSIONS)" ;; esac
+	pkg=linux-source-$ver
+	tarball=${LINUX_TARBALL:-/usr/src/$pkg.tar.xz}
+	pdir=$here/$ver
+	if [ "$ver" = 6.1 ]; then
+		base=$cache/src/linux work=$cache/work devtree=${KERNEL_TREE:-$cache/tree}
+	else
+		base=$cache/src/linux-$ver work=$cache/work/$ver devtree=${KERNEL_TREE:-$cache/tree-$ver}
+	fi
+}
 
 die() { echo "kernel: $*" >&2; exit 1; }
 log() { echo "kernel: $*" >&2; }
@@ -72,11 +89,15 @@ with_progress() {
 	return "$rc"
 }
 
-# The fragments and patches that make up a variant.
+# The fragments and patches that make up a variant: each shared fragment,
+# then the version's own beside it if it has one.
 fragments() {
-	echo "$here/forksafe.config"
-	case "$1" in kunit | debug | mutant-*) echo "$here/kunit.config" ;; esac
-	if [ "$1" = debug ]; then echo "$here/debug.config"; fi
+	local f
+	for f in forksafe $(case "$1" in kunit | debug | mutant-*) echo kunit ;; esac) \
+		$([ "$1" != debug ] || echo debug); do
+		echo "$here/$f.config"
+		[ ! -f "$pdir/$f.config" ] || echo "$pdir/$f.config"
+	done
 }
 
 patches() {
@@ -84,25 +105,30 @@ patches() {
 	case "$1" in
 	stock*) ;;
 	*)
+		[ -f "$pdir/series" ] || die "kernel-patches/$ver/series is missing"
 		while read -r p; do
 			case "$p" in ''|'#'*) continue ;; esac
-			[ -f "$here/$p" ] || die "kernel-patches/series names $p, which does not exist"
-			echo "$here/$p"
-		done <"$here/series"
+			[ -f "$pdir/$p" ] || die "kernel-patches/$ver/series names $p, which does not exist"
+			echo "$pdir/$p"
+		done <"$pdir/series"
 		;;
 	esac
 	case "$1" in
-	*-bench) find "$here/bench" -name '*.patch' | sort ;;
+	*-bench)
+		[ -d "$pdir/bench" ] || die "no benchmark hooks for $ver in kernel-patches/$ver/bench/"
+		find "$pdir/bench" -name '*.patch' | sort
+		;;
 	mutant-*)
-		[ -f "$here/mutants/${1#mutant-}.patch" ] || die "no mutant named ${1#mutant-} in kernel-patches/mutants/"
-		echo "$here/mutants/${1#mutant-}.patch"
+		[ -f "$pdir/mutants/${1#mutant-}.patch" ] ||
+			die "no mutant named ${1#mutant-} in kernel-patches/$ver/mutants/"
+		echo "$pdir/mutants/${1#mutant-}.patch"
 		;;
 	esac
 }
 
 source_version() {
-	[ -r "$tarball" ] || die "$tarball is missing: run 'make deps' (package linux-source-6.1)"
-	dpkg-query -W -f='${Version}' linux-source-6.1 2>/dev/null || stat -c '%s-%Y' "$tarball"
+	[ -r "$tarball" ] || die "$tarball is missing: run 'make deps' (package $pkg)"
+	dpkg-query -W -f='${Version}' "$pkg" 2>/dev/null || stat -c '%s-%Y' "$tarball"
 }
 
 # Everything that decides what a variant's bzImage contains.
@@ -125,7 +151,7 @@ ensure_base() {
 	log "recording the source in git (once)"
 	git -C "$base" init -q
 	git -C "$base" add -f -A
-	git_id -C "$base" commit -q -m "Debian linux-source-6.1 $(source_version)"
+	git_id -C "$base" commit -q -m "Debian $pkg $(source_version)"
 	# Debian's .gitignore ignores everything at the top level, which would
 	# hide new files from 'git add' in the developer tree.
 	sed -i '/^# Debian packaging/,$d' "$base/.gitignore"
@@ -138,8 +164,8 @@ ensure_base() {
 # file they touch, so it happens in a scratch worktree of its own (one at a
 # time, under a lock), never in a build tree.
 series_commit() {
-	local scratch=$cache/work/.series p lock
-	exec {lock}>"$cache/work/.series.lock"
+	local scratch=$work/.series p lock
+	exec {lock}>"$work/.series.lock"
 	flock "$lock"
 	if [ ! -e "$scratch/.git" ]; then
 		rm -rf "$scratch"
@@ -151,7 +177,7 @@ series_commit() {
 	for p in "$@"; do
 		if ! git_id -C "$scratch" am -q --committer-date-is-author-date "$p" >/dev/null 2>&1; then
 			git -C "$scratch" am --abort >/dev/null 2>&1 || true
-			die "patch kernel-patches/${p#"$here"/} does not apply to linux-source-6.1 $(source_version)"
+			die "patch kernel-patches/${p#"$here"/} does not apply to $pkg $(source_version)"
 		fi
 	done
 	git -C "$scratch" rev-parse HEAD
@@ -167,7 +193,7 @@ prepare_tree() {
 	local v=$1 dir=$2 p applied commit mutant=""
 	local -a committed=()
 	ensure_base
-	mkdir -p "$cache/work"
+	mkdir -p "$work"
 	if [ ! -e "$dir/.git" ]; then
 		rm -rf "$dir"
 		git -C "$base" worktree prune
@@ -231,18 +257,21 @@ full_build_steps() {
 	[ "$n" -lt 1000 ] || echo "$n" >"$cache/full-build-steps"
 }
 
+# build NAME: NAME is a variant, with -6.12 at its end for 6.12.
 build() {
-	local v=$1 key dest dir
+	local name=$1 v=$1 key dest dir
+	case "$v" in *-6.12) v=${v%-6.12}; use_version 6.12 ;; *) use_version 6.1 ;; esac
 	case "$v" in patched | stock | kunit | debug | patched-bench | stock-bench | mutant-*) ;;
-	*) die "unknown variant '$v' (patched, stock, kunit, debug, patched-bench, stock-bench, mutant-NAME)" ;;
+	*) die "unknown variant '$name' (patched, stock, kunit, debug, patched-bench, stock-bench, mutant-NAME; -6.12 at the end for 6.12)" ;;
 	esac
 	key=$(input_hash "$v")
+	[ "$ver" = 6.1 ] || key=$ver-$key
 	dest=$cache/kernels/$v-$key
 	mkdir -p "$out"
 	if [ -f "$dest/bzImage" ]; then
 		log "$v: cached ($dest)"
 	else
-		case "$v" in mutant-*) dir=$cache/work/mutant ;; *) dir=$cache/work/$v ;; esac
+		case "$v" in mutant-*) dir=$work/mutant ;; *) dir=$work/$v ;; esac
 		log "$v: building in $dir (inputs $key)"
 		log "$v: applying the patches"
 		prepare_tree "$v" "$dir"
@@ -260,8 +289,8 @@ build() {
 		rm -rf "$dest"
 		mv "$dest.tmp" "$dest"
 	fi
-	ln -sfn "$dest/bzImage" "$out/bzImage-$v"
-	ln -sfn "$dest/.config" "$out/config-$v"
+	ln -sfn "$dest/bzImage" "$out/bzImage-$name"
+	ln -sfn "$dest/.config" "$out/config-$name"
 }
 
 # ---- developer workflow ------------------------------------------------------
@@ -278,10 +307,11 @@ tree() {
 refresh() {
 	[ -e "$devtree/.git" ] || die "no tree at $devtree: run 'make kernel-tree' first"
 	git -C "$devtree" diff --quiet HEAD || die "$devtree has uncommitted changes"
-	rm -f "$here"/*.patch
-	git -C "$devtree" format-patch -q --no-signature --zero-commit -o "$here" forksafe-base..HEAD
-	find "$here" -maxdepth 1 -name '*.patch' -printf '%f\n' | sort >"$here/series"
-	log "series: $(wc -l <"$here/series") patch(es)"
+	mkdir -p "$pdir"
+	rm -f "$pdir"/*.patch
+	git -C "$devtree" format-patch -q --no-signature --zero-commit -o "$pdir" forksafe-base..HEAD
+	find "$pdir" -maxdepth 1 -name '*.patch' -printf '%f\n' | sort >"$pdir/series"
+	log "$ver series: $(wc -l <"$pdir/series") patch(es)"
 }
 
 # One line per patch, "ok NAME" or "not ok NAME", the findings on stderr.
@@ -303,8 +333,6 @@ checkpatch() {
 
 case "${1:-}" in
 build) build "${2:-}" ;;
-tree) tree ;;
-refresh) refresh ;;
-checkpatch) checkpatch ;;
-*) die "usage: kernel.sh build VARIANT | tree | refresh | checkpatch" ;;
+tree | refresh | checkpatch) use_version "${2:-6.1}"; "$1" ;;
+*) die "usage: kernel.sh build VARIANT[-6.12] | tree [6.12] | refresh [6.12] | checkpatch [6.12]" ;;
 esac

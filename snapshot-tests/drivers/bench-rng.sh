@@ -16,7 +16,7 @@
 #  - reseeds: crng reseeds between 10 s and 70 s of uptime with a GUID that
 #    never changes, the RNG used every second, stock against patched.
 #  The cost and reseed figures come from the *-bench kernels, which add the
-#  same two hooks (kernel-patches/bench/) to both.
+#  same two hooks (kernel-patches/6.1/bench/) to both.
 #   bench-rng.sh [--clones N] [--rounds N] [--ms MS] [--vcpus "1 2"] [--out DIR]
 #                [--no-exposure]   (the cost and reseed parts only)
 set -euo pipefail

@@ -1,6 +1,6 @@
 #!/bin/bash
 # make mutants: does every test that guards the series fail when the code it
-# guards is taken out?  Each kernel-patches/mutants/NAME.patch (its first
+# guards is taken out?  Each kernel-patches/6.1/mutants/NAME.patch (its first
 # line says what it removes) is applied alone on top of the series, in the
 # KUnit build (kernel.sh build mutant-NAME), and the checks below run on
 # that kernel, cheapest first, until one fails: that check kills the
@@ -29,12 +29,12 @@ out=${RESULTS:-$FORKSAFE_ROOT/results}
 mutants=""
 opts_parse mutants --mutants=mutants --out=out -- "$@"
 qemu_setup
-dir=$FORKSAFE_ROOT/kernel-patches/mutants
+dir=$FORKSAFE_ROOT/kernel-patches/6.1/mutants
 if [ -z "$mutants" ]; then
 	mutants=$(find "$dir" -name '*.patch' -printf '%f\n' | sed 's/\.patch$//' | sort | tr '\n' ' ')
 fi
 for m in $mutants; do
-	[ -f "$dir/$m.patch" ] || die "mutants: no mutant named '$m' in kernel-patches/mutants/"
+	[ -f "$dir/$m.patch" ] || die "mutants: no mutant named '$m' in kernel-patches/6.1/mutants/"
 done
 results_lock mutants "$out"
 mkdir -p "$out/mutants"
@@ -125,4 +125,4 @@ done
 mv "$out/mutants.md.tmp" "$out/mutants.md"
 cat "$out/mutants.md"
 [ "$survivors" = 0 ] || die "mutants: $survivors mutant(s) survived"
-[ "$broken" = 0 ] || die "mutants: $broken mutant(s) do not build: fix them (kernel-patches/mutants/)"
+[ "$broken" = 0 ] || die "mutants: $broken mutant(s) do not build: fix them (kernel-patches/6.1/mutants/)"
