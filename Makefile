@@ -21,7 +21,8 @@
 #   make kernel kernel-stock kernel-kunit kernel-debug kernel-bench   build (cached)
 #                     LINUX=6.12 for these six: Debian's linux-source-6.12 (else 6.1)
 #   make guest tools  the initramfs, the host tools;  make deps  Debian packages
-# Knobs for all: KERNEL=/path/bzImage (measure that kernel alone), QEMU=,
+# Knobs for all: KERNELS="patched stock" (add patched-6.12 stock-6.12 for
+#   6.12; built as needed), KERNEL=/path/bzImage (that kernel alone), QEMU=,
 #   ACCEL=tcg|kvm (skip the KVM probe), KEEP_RUN_DIR=1 (keep guest logs),
 #   RESULTS=DIR, V=1 (full kernel build output), FORKSAFE_CACHE=DIR.
 # Each driver explains its options: snapshot-tests/drivers/NAME.sh --help.
@@ -41,7 +42,7 @@ DEBS := linux-source-6.1 linux-source-6.12 bc bison flex libelf-dev libssl-dev c
 	libvirt-daemon-system libvirt-clients libvirt-dev \
 	libjson-c-dev libpcap-dev jq shellcheck python3-ply python3-git chromium e2fsprogs
 
-.PHONY: all help deps kernel kernel-stock kernel-kunit kernel-debug kernel-bench kernel-tree refresh-patches \
+.PHONY: all help deps kernels kernel kernel-stock kernel-kunit kernel-debug kernel-bench kernel-tree refresh-patches \
 	checkpatch guest tools corpus check demo bench-rng bench-wg cold-clones storm crowd wg-scale mutants fuzz clean
 
 all: kernel kernel-stock guest tools
@@ -84,6 +85,11 @@ kernel-debug:
 kernel-bench:
 	@kernel-patches/kernel.sh build stock-bench$(KSUFFIX)
 	@kernel-patches/kernel.sh build patched-bench$(KSUFFIX)
+# The kernels the operators' targets measure: each built (or found cached).
+KERNELS ?= patched stock
+export KERNELS
+kernels:
+	@for k in $(KERNELS); do kernel-patches/kernel.sh build "$$k" || exit 1; done
 kernel-tree:
 	@kernel-patches/kernel.sh tree $(LINUX)
 refresh-patches:
@@ -209,7 +215,7 @@ METHODS ?=
 VCPUS ?= 1 2
 CLONES ?= 4
 demo: deps
-	@$(MAKE) --no-print-directory kernel kernel-stock guest tools
+	@$(MAKE) --no-print-directory kernels guest tools
 	@snapshot-tests/drivers/fork-matrix.sh --vcpus "$(VCPUS)" --clones "$(CLONES)" \
 		$(if $(METHODS),--methods "$(METHODS)")
 
@@ -224,29 +230,29 @@ mutants: deps
 	@snapshot-tests/drivers/mutants.sh
 
 bench-wg: deps
-	@$(MAKE) --no-print-directory kernel kernel-stock guest tools
+	@$(MAKE) --no-print-directory kernels guest tools
 	@snapshot-tests/drivers/bench-wg.sh
 
 DEPTH ?= 100
 storm: deps
-	@$(MAKE) --no-print-directory kernel kernel-stock guest tools
+	@$(MAKE) --no-print-directory kernels guest tools
 	@snapshot-tests/drivers/storm.sh --depth "$(DEPTH)" $(if $(METHOD),--method "$(METHOD)") $(if $(WG),--wg)
 
 PEERS ?= 1 10 50 200
 wg-scale: deps
-	@$(MAKE) --no-print-directory kernel kernel-stock guest tools
+	@$(MAKE) --no-print-directory kernels guest tools
 	@snapshot-tests/drivers/wg-scale.sh --peers "$(PEERS)" \
 		--clones "$(if $(filter command line environment,$(origin CLONES)),$(CLONES),2)"
 
 # CLONES here defaults to 16 clones at once.
 crowd: deps
-	@$(MAKE) --no-print-directory kernel kernel-stock guest tools
+	@$(MAKE) --no-print-directory kernels guest tools
 	@snapshot-tests/drivers/crowd.sh \
 		--clones "$(if $(filter command line environment,$(origin CLONES)),$(CLONES),16)"
 
 # CLONES here defaults to 3 boots per row (demo's 4 is for forks).
 cold-clones: deps
-	@$(MAKE) --no-print-directory kernel kernel-stock guest tools
+	@$(MAKE) --no-print-directory kernels guest tools
 	@snapshot-tests/drivers/cold-clones.sh \
 		--clones "$(if $(filter command line environment,$(origin CLONES)),$(CLONES),3)" \
 		$(if $(COLD_ROWS),--rows "$(COLD_ROWS)")

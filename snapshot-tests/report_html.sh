@@ -48,7 +48,7 @@ t_result "$rc" "Chromium renders the page"
 t_eq "a figure per row" "$(grep -o '<figure>' "$WORK/dom.html" | wc -l)" "${#rows[@]}"
 t_eq "a picture in each" "$(grep -o '<svg' "$WORK/dom.html" | wc -l)" "${#rows[@]}"
 t_eq "every row named by kernel and verdict" \
-	"$(grep -oE '<b>(stock|patched)</b>: (exposure window|fork-safe|exposed|safe)' "$WORK/dom.html" | sort | tr '\n' ';')" \
+	"$(grep -oE '<b>(stock|patched)(-6\.12)?</b>: (exposure window|fork-safe|exposed|safe)' "$WORK/dom.html" | sort | tr '\n' ';')" \
 	"<b>patched</b>: fork-safe;<b>patched</b>: fork-safe;<b>stock</b>: exposed;<b>stock</b>: exposure window;"
 t_check "the verdict lines open the page" grep -q 'stock: RNG: not fork-safe' "$WORK/dom.html"
 

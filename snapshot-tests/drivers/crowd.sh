@@ -58,6 +58,6 @@ echo "crowd: results in $out/crowd.md and $out/crowd/" >&2
 verdicts=$("$BUILD/fork-report" -f verdicts "${rows[@]}" | jq -s .)
 jq -e 'all(.[]; .verdict != "error")' <<<"$verdicts" >/dev/null ||
 	die "crowd: a row failed: $(jq -r '[.[] | select(.verdict == "error") | "\(.kernel): \(.why)"] | join("; ")' <<<"$verdicts")"
-jq -e --argjson n "$nclones" 'all(.[] | select(.kernel != "stock");
+jq -e --argjson n "$nclones" "all(.[] | select(.kernel | $STOCK_JQ | not);"'
 	.verdict == "fork-safe" and .diverged == $n and .reseeded_once == $n)' <<<"$verdicts" >/dev/null ||
 	die "crowd: the patched kernel shared output or missed a fork among $nclones clones (the table says which)"

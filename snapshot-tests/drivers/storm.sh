@@ -272,9 +272,9 @@ echo "storm: results in $out/storm-$run.md, $out/storm-$run.json and $out/storm/
 # window no recorded level saw.  Failed: a patched (or custom) level.
 jq -e 'all(.[]; .controls_equal == .recorded)' <<<"$summary" >/dev/null ||
 	die "storm: a control differed from its reference: the recording cannot tell a fork here"
-jq -e 'all(.[] | select(.kernel == "stock" and .recorded > 0); .exposed_levels > 0)' <<<"$summary" >/dev/null ||
+jq -e "all(.[] | select((.kernel | $STOCK_JQ) and .recorded > 0); .exposed_levels > 0)" <<<"$summary" >/dev/null ||
 	die "storm: the stock kernel exposed nothing at any recorded level: the recording cannot see a window here"
-jq -e 'all(.[] | select(.kernel != "stock"); .one_fork_each and .new_guid_each and .guids_distinct
+jq -e "all(.[] | select(.kernel | $STOCK_JQ | not);"' .one_fork_each and .new_guid_each and .guids_distinct
 	and .samples_distinct and .warnings == 0 and .mem_lost_kb <= .mem_bound_kb
 	and .forks_diverged == .recorded and .exposed_levels == 0
 	and (.wg == null or (.wg.rekeyed == .levels and .wg.prefork_packets == 0)))' <<<"$summary" >/dev/null ||

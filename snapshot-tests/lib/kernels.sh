@@ -2,11 +2,30 @@
 # The kernels under test.  Sourced after qemu.sh; defines functions only.
 #
 # KERNEL=/path/bzImage tests that kernel alone, named "custom"; otherwise
-# the suite's own builds (kernel-patches/kernel.sh), by variant name.
+# the suite's own builds (kernel-patches/kernel.sh), by variant name:
+# KERNELS="patched stock" unless told otherwise (patched-6.12 stock-6.12
+# are the 6.12 builds).
 
 test_kernels() {
-	if [ -n "${KERNEL:-}" ]; then echo custom; else echo patched stock; fi
+	local k
+	if [ -n "${KERNEL:-}" ]; then echo custom; return; fi
+	for k in ${KERNELS:-patched stock}; do
+		case "$k" in
+		patched | stock | patched-6.12 | stock-6.12) ;;
+		*) die "KERNELS: no kernel named '$k' (patched, stock, patched-6.12, stock-6.12)" ;;
+		esac
+	done
+	echo "${KERNELS:-patched stock}"
 }
+
+# kernel_role NAME: what a kernel must show.  "stock" is the yardstick,
+# which must show the window somewhere (the positive control); every other
+# kernel, a custom KERNEL= included, must show none.
+kernel_role() { case "$1" in stock | stock-*) echo stock ;; *) echo patched ;; esac; }
+
+# The same test for jq: `select(.kernel | $STOCK_JQ)`.
+# shellcheck disable=SC2034 # for the drivers
+STOCK_JQ='test("^stock(-|$)")'
 
 kernel_path() {
 	case "$1" in
