@@ -36,6 +36,8 @@
  *                    loop; a stream per vCPU, UNIT 16
  *   insecure-16      the same with GRND_INSECURE, for a crng that is not
  *                    ready yet
+ *   vdso-16          the same through the vDSO's getrandom() (Linux 6.11
+ *                    and later), a state per thread
  *   getrandom-16MiB  one thread, getrandom() of 16 MiB at a time; a record
  *                    per 4 KiB page, CHANGED as seen when the kernel first
  *                    wrote to that page; UNIT 4096

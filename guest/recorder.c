@@ -22,6 +22,8 @@
  *	handler thread that reads the ID and the clock before it maps the
  *	page: CHANGED says what the ID was when the kernel wrote that page,
  *	and flips in the middle of a call that a fork interrupted.
+ *   vdso-16: as getrandom-16, each call the vDSO's getrandom() (6.11+)
+ *	with a state per thread (guest/vdso.c).
  *   uuid: as getrandom-16, each call a read of
  *	/proc/sys/kernel/random/uuid (the kernel's get_random_bytes()).
  *   exec: one process per CPU execs this binary again and again, each
@@ -54,6 +56,7 @@
 #include "genid.h"
 #include "protocol.h"
 #include "recorder.h"
+#include "vdso.h"
 
 /* Debian 12's headers have it; older ones may not. */
 #ifndef GRND_INSECURE
@@ -197,6 +200,7 @@ struct short_call {
 	size_t len;		/* what one call returns, at most 64 bytes */
 	unsigned int flags;	/* getrandom()'s */
 	int fd;			/* the uuid file */
+	void *state;		/* the vDSO's, for this thread */
 };
 
 static void short_calls(struct worker *w, const struct short_call *c)
@@ -227,7 +231,7 @@ static ssize_t draw_getrandom(const struct short_call *c, char *out, size_t len)
 
 static void run_getrandom_16(struct worker *w)
 {
-	const struct short_call c = { "getrandom", draw_getrandom, RNG_BLOCK_BYTES, 0, -1 };
+	const struct short_call c = { "getrandom", draw_getrandom, RNG_BLOCK_BYTES, 0, -1, NULL };
 
 	short_calls(w, &c);
 }
@@ -235,8 +239,38 @@ static void run_getrandom_16(struct worker *w)
 /* For a crng that is not ready yet: GRND_INSECURE never blocks. */
 static void run_insecure_16(struct worker *w)
 {
-	const struct short_call c = { "getrandom", draw_getrandom, RNG_BLOCK_BYTES, GRND_INSECURE, -1 };
+	const struct short_call c = { "getrandom", draw_getrandom, RNG_BLOCK_BYTES, GRND_INSECURE, -1,
+				      NULL };
 
+	short_calls(w, &c);
+}
+
+/*
+ * The vDSO's getrandom() makes its output in user space from a key of its
+ * own per thread, and asks the kernel for a new key only when the
+ * generation the kernel publishes in the vDSO data page moves: a fork is
+ * seen there when the kernel reseeds, not when the ID changes.
+ */
+static ssize_t draw_vdso(const struct short_call *c, char *out, size_t len)
+{
+	return vdso_getrandom(c->state, out, len, c->flags);
+}
+
+static void run_vdso_16(struct worker *w)
+{
+	struct short_call c = { "vDSO getrandom", draw_vdso, RNG_BLOCK_BYTES, 0, -1, NULL };
+	char why[128];
+	int err = vdso_getrandom_init(why, sizeof(why));
+
+	if (err) {
+		fail(-err, "%s", why);
+		return;
+	}
+	c.state = vdso_getrandom_state();
+	if (!c.state) {
+		fail(errno, "a vDSO getrandom() state: %s", strerror(errno));
+		return;
+	}
 	short_calls(w, &c);
 }
 
@@ -254,7 +288,7 @@ static ssize_t draw_uuid(const struct short_call *c, char *out, size_t len)
 
 static void run_uuid(struct worker *w)
 {
-	struct short_call c = { UUID_FILE, draw_uuid, 36, 0, -1 };
+	struct short_call c = { UUID_FILE, draw_uuid, 36, 0, -1, NULL };
 
 	c.fd = open(UUID_FILE, O_RDONLY | O_CLOEXEC);
 	if (c.fd < 0) {
@@ -700,6 +734,7 @@ out:
 static const struct shape shapes[] = {
 	{ "getrandom-16", RNG_BLOCK_BYTES, 1, 1, run_getrandom_16 },
 	{ "insecure-16", RNG_BLOCK_BYTES, 1, 1, run_insecure_16 },
+	{ "vdso-16", RNG_BLOCK_BYTES, 1, 1, run_vdso_16 },
 	{ "getrandom-16MiB", RNG_PAGE_BYTES, 0, 1, run_getrandom_16mib },
 	{ "urandom-1MiB", RNG_PAGE_BYTES, 0, 1, run_urandom_1mib },
 	{ "uuid", RNG_BLOCK_BYTES, 1, 1, run_uuid },
