@@ -71,8 +71,12 @@ static const char *vmgenid_driver_state(void)
 	while ((d = readdir(dir))) {
 		if (strncmp(d->d_name, "QEMUVGID:", 9) && strncmp(d->d_name, "VMGENCTR:", 9))
 			continue;
+		/* An ACPI driver (6.1) or, since 6.10, a platform driver. */
 		snprintf(path, sizeof(path), "/sys/bus/acpi/devices/%s/driver", d->d_name);
 		state = path_exists(path) ? "bound" : "unbound";
+		snprintf(path, sizeof(path), "/sys/bus/acpi/devices/%s/physical_node/driver", d->d_name);
+		if (*state == 'u' && path_exists(path))
+			state = "bound";
 		if (*state == 'b')
 			break;
 	}
