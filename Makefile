@@ -207,7 +207,7 @@ fuzz: $(BUILD)/fuzz-dump $(BUILD)/fuzz-read-line $(BUILD)/fuzz-wg-detect corpus
 # ---- tests ---------------------------------------------------------------------
 # TESTS="boot_vmgenid ..." runs a subset; KERNEL=/path/bzImage tests one kernel.
 check: deps
-	@$(MAKE) --no-print-directory kernel kernel-stock kernel-debug guest tools
+	@$(MAKE) --no-print-directory kernels kernel-debug guest tools
 	@snapshot-tests/run.sh
 
 # The main job: the full fork matrix for both kernels (METHODS=, VCPUS=,
