@@ -61,15 +61,24 @@ static const char *dir_path = "/var/lib/forksafe-seed";
 static int dir_fd = -1;
 
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/*
+ * One write() per line: stderr is unbuffered, and a line written in pieces
+ * on the console can have another writer's output land between them.
+ */
 static void say(const char *fmt, ...)
 {
+	char line[512];
 	va_list ap;
+	int n = snprintf(line, sizeof(line), "forksafe-seed: ");
 
-	fputs("forksafe-seed: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	n += vsnprintf(line + n, sizeof(line) - n - 1, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	if (n > (int)sizeof(line) - 2)
+		n = sizeof(line) - 2;
+	line[n++] = '\n';
+	if (write(STDERR_FILENO, line, n) < 0)
+		return;
 }
 
 static __attribute__((noreturn)) void die(const char *what)

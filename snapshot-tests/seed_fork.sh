@@ -65,7 +65,7 @@ fork_seed() {
 		sleep "$RESUMED_S"
 		snap_end migrate-file "$tag-$c"
 		SEED[$tag-$c]=$(disk_seed "$dir/$c.img")
-		FORKS[$tag-$c]=$(grep -c 'forksafe-seed: VM fork' "$(guest_dir "$tag-$c")/console.log" || true)
+		FORKS[$tag-$c]=$(grep -ac 'VM fork: generation ID' "$(guest_dir "$tag-$c")/console.log" || true)
 		t_diag "$tag-$c: ${FORKS[$tag-$c]} forks logged, disk holds ${SEED[$tag-$c]}"
 	done
 }
