@@ -111,7 +111,8 @@ $(BUILD)/forksafe-agent: $(AGENT_SRC) $(AGENT_H) | $(BUILD)
 	$(CC) $(GUEST_CFLAGS) -pthread -o $@ $(filter %.c,$^)
 
 # The seed tool (guest/seed.c) and the cold-boot sampler (guest/cold.c).
-$(BUILD)/forksafe-seed: guest/seed.c guest/sha256.c guest/genid.c guest/sha256.h guest/genid.h | $(BUILD)
+SEED_LIBS := guest/sha256.c guest/genid.c guest/forksafe.c guest/sha256.h guest/genid.h guest/forksafe.h
+$(BUILD)/forksafe-seed: guest/seed.c $(SEED_LIBS) | $(BUILD)
 	$(CC) $(GUEST_CFLAGS) -o $@ $(filter %.c,$^)
 
 $(BUILD)/forksafe-cold: guest/cold.c | $(BUILD)
@@ -123,11 +124,11 @@ $(BUILD)/initramfs.cpio: $(BUILD)/init $(GUEST_PROGRAMS) guest/build-initramfs.s
 
 # The seed tool's mutants (guest/mutants/NAME.patch, each a bug the crash
 # tests must catch): an initramfs each, the mutant in the tool's place.
-$(BUILD)/seed-mutant-%/forksafe-seed: guest/mutants/%.patch guest/seed.c guest/sha256.c guest/genid.c guest/sha256.h guest/genid.h
+$(BUILD)/seed-mutant-%/forksafe-seed: guest/mutants/%.patch guest/seed.c $(SEED_LIBS)
 	mkdir -p $(@D)
 	cp guest/seed.c $(@D)/seed.c
 	patch -s $(@D)/seed.c $<
-	$(CC) $(GUEST_CFLAGS) -Iguest -o $@ $(@D)/seed.c guest/sha256.c guest/genid.c
+	$(CC) $(GUEST_CFLAGS) -Iguest -o $@ $(@D)/seed.c $(filter %.c,$(SEED_LIBS))
 
 # Kept (make would delete them as intermediates and rebuild them each time).
 .SECONDARY: $(SEED_MUTANTS:%=$(BUILD)/seed-mutant-%/forksafe-seed)
@@ -138,7 +139,7 @@ $(BUILD)/initramfs-seed-mutant-%.cpio: $(BUILD)/seed-mutant-%/forksafe-seed $(BU
 # They include guest/protocol.h, what the agent and the host share.
 AN := snapshot-tests/analyzers
 TOOLS := $(BUILD)/qmp $(BUILD)/agent-call $(BUILD)/rng-exposure $(BUILD)/fork-report \
-	$(BUILD)/wg-detect $(BUILD)/pcap-synth $(BUILD)/forksafe-seed-host
+	$(BUILD)/wg-detect $(BUILD)/pcap-synth $(BUILD)/forksafe-seed-host $(BUILD)/forksafe-test
 tools: $(TOOLS)
 
 HOST := $(CC) $(HOST_CFLAGS) -Iguest
@@ -155,7 +156,11 @@ $(BUILD)/fork-report: $(AN)/fork-report.c $(AN)/shape.h guest/protocol.h $(TOOL_
 
 # The seed tool on the host, sanitized, for its self-test and its options;
 # it never runs a command that touches the host's RNG.
-$(BUILD)/forksafe-seed-host: guest/seed.c guest/sha256.c guest/genid.c guest/sha256.h guest/genid.h | $(BUILD)
+$(BUILD)/forksafe-seed-host: guest/seed.c $(SEED_LIBS) | $(BUILD)
+	$(HOST) -o $@ $(filter %.c,$^)
+
+# libforksafe's own tests, sanitized, against a file laid out like the device.
+$(BUILD)/forksafe-test: guest/forksafe_test.c guest/forksafe.c guest/sha256.c guest/forksafe.h guest/sha256.h | $(BUILD)
 	$(HOST) -o $@ $(filter %.c,$^)
 
 $(BUILD)/pcap-synth: $(AN)/pcap-synth.c $(AN)/wgpcap.h $(TOOL_SRC) | $(BUILD)

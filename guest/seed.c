@@ -26,9 +26,11 @@
  * of a snapshot holds the seed file that the original wrote for its next
  * boot, and each would credit it.  `watch` therefore refreshes the seed each
  * time the VM generation ID changes, mixing the new ID in, so that clones
- * never reboot on a shared seed.  Linux 6.1 tells user space nothing about
- * a fork, so it polls the ID (see genid.c for how it is read); a reboot
- * within --interval of the fork still finds the shared seed.
+ * never reboot on a shared seed.  With the forksafe series' /dev/vmgenid it
+ * sleeps until the kernel counted a fork (libforksafe, forksafe.h); a stock
+ * kernel tells user space nothing, so it polls the ID every --interval
+ * (see genid.c for how it is read), and a reboot within that interval of
+ * the fork still finds the shared seed.
  *
  * Testing: --fault STEP:kill|cut stops the tool at STEP (see steps[]) with
  * SIGKILL, or cuts the power there without syncing anything.
@@ -48,6 +50,7 @@
 #include <sys/ioctl.h>
 #include <sys/random.h>
 #include <sys/reboot.h>
+#include "forksafe.h"
 #include "genid.h"
 #include "sha256.h"
 
@@ -356,11 +359,58 @@ static int refresh(const void *extra, size_t extra_len)
 	return 0;
 }
 
-static int cmd_watch(long interval_ms)
+/* A fork: say so, reseed, and write a seed with the new ID mixed in. */
+static void forked(const uint8_t now[GENID_LEN], char from[37])
+{
+	char to[37];
+
+	genid_format(now, to);
+	say("VM fork: generation ID %s -> %s", from, to);
+	reseed_kernel();
+	refresh(now, GENID_LEN);
+	memcpy(from, to, 37);
+}
+
+/*
+ * With the forksafe series' /dev/vmgenid, sleep in poll() until the kernel
+ * counted a fork; the ID comes from its read-only mapping.
+ */
+static int watch_device(void)
+{
+	struct forksafe_id now;
+	char from[37];
+	int64_t gen = forksafe_generation();
+	int rc;
+
+	if (gen < 0) {
+		say("watch: " FORKSAFE_DEVICE ": %s", strerror((int)-gen));
+		return 1;
+	}
+	forksafe_mark(&now);
+	genid_format(now.id, from);
+	say("watching generation ID %s through " FORKSAFE_DEVICE, from);
+	for (;;) {
+		rc = forksafe_wait((uint64_t)gen, -1);
+		if (rc < 0) {
+			say("watch: " FORKSAFE_DEVICE ": %s", strerror(-rc));
+			return 1;
+		}
+		gen = forksafe_generation();
+		if (gen < 0) {
+			say("watch: " FORKSAFE_DEVICE ": %s", strerror((int)-gen));
+			return 1;
+		}
+		forksafe_mark(&now);
+		forked(now.id, from);
+	}
+}
+
+/* Without it (a stock kernel), poll the ID itself through /dev/mem. */
+static int watch_memory(long interval_ms)
 {
 	const volatile uint8_t *live;
 	uint8_t last[GENID_LEN], now[GENID_LEN];
-	char err[256], from[37], to[37];
+	char err[256], from[37];
 	struct timespec pause = { interval_ms / 1000, interval_ms % 1000 * 1000000 };
 
 	live = genid_map(err, sizeof(err));
@@ -376,13 +426,14 @@ static int cmd_watch(long interval_ms)
 		genid_read(live, now);
 		if (!memcmp(now, last, GENID_LEN))
 			continue;
-		genid_format(now, to);
-		say("VM fork: generation ID %s -> %s", from, to);
-		reseed_kernel();
-		refresh(now, GENID_LEN);
+		forked(now, from);
 		memcpy(last, now, GENID_LEN);
-		memcpy(from, to, sizeof(from));
 	}
+}
+
+static int cmd_watch(long interval_ms)
+{
+	return forksafe_open() ? watch_memory(interval_ms) : watch_device();
 }
 
 /* FIPS 180-4's examples. */

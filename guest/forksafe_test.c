@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * libforksafe on the host, under ASan and UBSan, in KTAP: a file laid out
+ * like /dev/vmgenid (the structure at 0, the ID in page 0) stands in for
+ * the device, and a pwrite() of a new ID for the hypervisor's fork.
+ * The DRBG's known answers were computed independently (Python hashlib):
+ * SHA-256(key || le64 counter || 'o'), then key = SHA-256(key || le64 counter+1 || 'k').
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "forksafe.h"
+
+#define ID_OFFSET 64
+
+static int planned, failures;
+
+static void check(int ok, const char *what)
+{
+	printf("%s %d %s\n", ok ? "ok" : "not ok", ++planned, what);
+	failures += !ok;
+}
+
+static void hex(const uint8_t *b, size_t n, char *out)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		sprintf(out + 2 * i, "%02x", b[i]);
+}
+
+/* A fake device: the structure, then the ID at ID_OFFSET, in one page. */
+static char *fake(const char *dir, const char *name, uint32_t id_len, uint8_t id_byte)
+{
+	struct vmgenid_generation g = { 7, ID_OFFSET, id_len };
+	uint8_t page[4096] = { 0 };
+	static char path[4][512];
+	static int n;
+	char *p = path[n++ % 4];
+	int fd;
+
+	snprintf(p, sizeof(path[0]), "%s/%s", dir, name);
+	memcpy(page, &g, sizeof(g));
+	memset(page + ID_OFFSET, id_byte, FORKSAFE_ID_LEN);
+	fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	if (fd < 0 || write(fd, page, sizeof(page)) != (ssize_t)sizeof(page) || close(fd)) {
+		printf("Bail out! cannot write %s\n", p);
+		exit(1);
+	}
+	return p;
+}
+
+static void set_id(const char *path, uint8_t byte, size_t len)
+{
+	uint8_t id[FORKSAFE_ID_LEN];
+	int fd = open(path, O_WRONLY);
+
+	memset(id, byte, sizeof(id));
+	if (fd < 0 || pwrite(fd, id, len, ID_OFFSET) != (ssize_t)len || close(fd)) {
+		printf("Bail out! cannot rewrite %s\n", path);
+		exit(1);
+	}
+}
+
+int main(void)
+{
+	char dir[] = "/tmp/forksafe-test.XXXXXX", got[65];
+	struct forksafe_drbg d, clone, unchecked;
+	struct forksafe_id saved;
+	uint8_t a[16], b[16], c[16];
+	const char *dev;
+	int i;
+
+	printf("KTAP version 1\n1..14\n");
+	if (!mkdtemp(dir)) {
+		printf("Bail out! mkdtemp: %s\n", strerror(errno));
+		return 1;
+	}
+	check(forksafe_open_path("/nonexistent/vmgenid") == -ENOENT, "no device: -ENOENT");
+	check(forksafe_open_path(fake(dir, "bad", 8, 1)) == -EPROTO, "an ID length other than 16: -EPROTO");
+	check(forksafe_forked(&saved) == -EBADF, "forksafe_forked() before a successful open: -EBADF");
+	dev = fake(dir, "dev", FORKSAFE_ID_LEN, 1);
+	check(forksafe_open_path(dev) == 0, "a device laid out as the uapi says opens");
+
+	forksafe_mark(&saved);
+	check(forksafe_forked(&saved) == 0, "no fork since the mark");
+	set_id(dev, 2, FORKSAFE_ID_LEN);
+	check(forksafe_forked(&saved) == 1, "a new ID through the shared mapping is a fork");
+	check(forksafe_forked(&saved) == 0, "and only one: saved moved on");
+	set_id(dev, 3, 8);
+	check(forksafe_forked(&saved) == 1, "half an ID rewritten (a torn write) is a fork too");
+
+	/* Known answers: fast key erasure over SHA-256. */
+	forksafe_drbg_init(&d, 0);
+	for (i = 0; i < 32; i++)
+		d.key[i] = (uint8_t)i;
+	d.counter = 0;
+	forksafe_drbg_generate(&d, a, sizeof(a));
+	hex(a, sizeof(a), got);
+	check(!strcmp(got, "df36d91d2061b9fafeb051a57f6be548"), "DRBG output 1 is the known answer");
+	forksafe_drbg_generate(&d, a, sizeof(a));
+	hex(a, sizeof(a), got);
+	check(!strcmp(got, "9d55a3948bdbcab80b1384829d44667b"), "DRBG output 2 is the known answer (the key was replaced)");
+
+	/* A fork copies the DRBG: the clone is a copy of its state. */
+	check(forksafe_drbg_init(&d, 1) == 0, "a checked DRBG seeds");
+	clone = d;
+	unchecked = d;
+	unchecked.check = 0;
+	forksafe_drbg_generate(&unchecked, c, sizeof(c));
+	forksafe_drbg_generate(&d, a, sizeof(a));
+	check(!memcmp(a, c, sizeof(a)) && d.reseeds == 0,
+	      "without a fork, the checked DRBG makes what the unchecked copy makes");
+	set_id(dev, 4, FORKSAFE_ID_LEN);
+	forksafe_drbg_generate(&clone, b, sizeof(b));
+	check(memcmp(b, c, sizeof(b)) && clone.reseeds == 1,
+	      "after the ID changed, the clone's checked DRBG reseeds before its first output");
+	unchecked = d;
+	unchecked.check = 0;
+	clone = unchecked;
+	forksafe_drbg_generate(&unchecked, a, sizeof(a));
+	forksafe_drbg_generate(&clone, b, sizeof(b));
+	check(!memcmp(a, b, sizeof(a)), "unchecked copies go on from the same key (positive control)");
+
+	unlink(dev);
+	unlink(fake(dir, "bad", 8, 1));
+	rmdir(dir);
+	printf("# %d passed, %d failed\n", planned - failures, failures);
+	return failures != 0;
+}
