@@ -104,9 +104,10 @@ guest: $(BUILD)/initramfs.cpio $(SEED_MUTANTS:%=$(BUILD)/initramfs-seed-mutant-%
 $(BUILD)/init: guest/init.c | $(BUILD)
 	$(CC) $(GUEST_CFLAGS) -o $@ $^
 
-AGENT_SRC := guest/agent.c guest/genid.c guest/recorder.c guest/bench.c guest/net.c guest/vdso.c
+AGENT_SRC := guest/agent.c guest/genid.c guest/recorder.c guest/bench.c guest/net.c guest/vdso.c \
+	guest/fork_signal.c guest/forksafe.c guest/sha256.c
 AGENT_H := guest/clock.h guest/genid.h guest/recorder.h guest/bench.h guest/net.h guest/protocol.h \
-	guest/vdso.h
+	guest/vdso.h guest/fork_signal.h guest/forksafe.h guest/sha256.h
 $(BUILD)/forksafe-agent: $(AGENT_SRC) $(AGENT_H) | $(BUILD)
 	$(CC) $(GUEST_CFLAGS) -pthread -o $@ $(filter %.c,$^)
 

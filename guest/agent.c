@@ -26,6 +26,7 @@
 #include "bench.h"
 #include "net.h"
 #include "protocol.h"
+#include "fork_signal.h"
 
 static int port = -1;
 static const char *req_id = "-";
@@ -560,6 +561,54 @@ static int cmd_sink(const char *args)
 	return 0;
 }
 
+/* ---- /dev/vmgenid (guest/fork_signal.c) ------------------------------------------ */
+
+/* "vmgenid-probe": what the device did with each use, as errno names' numbers. */
+static int cmd_vmgenid_probe(const char *args)
+{
+	struct signal_probe p;
+	int rc = signal_probe(&p);
+
+	(void)args;
+	if (rc) {
+		reply("error=%s: %s", "/dev/vmgenid", strerror(-rc));
+		return rc;
+	}
+	reply("generation=%llu", (unsigned long long)p.generation);
+	reply("id_offset=%u", p.id_offset);
+	reply("short_read=%d", p.short_read);
+	reply("write=%d", p.write);
+	reply("map_read=%d", p.map_read);
+	reply("map_shared_write=%d", p.map_shared_write);
+	reply("map_private_write=%d", p.map_private_write);
+	reply("map_exec=%d", p.map_exec);
+	reply("map_offset=%d", p.map_offset);
+	reply("mprotect_write=%d", p.mprotect_write);
+	reply("mprotect_exec=%d", p.mprotect_exec);
+	reply("id_matches=%d", p.id_matches);
+	return 0;
+}
+
+/* "vmgenid-watch start|status": poll() wakes and uevents, counted. */
+static int cmd_vmgenid_watch(const char *args)
+{
+	unsigned int wakes, uevents;
+	uint64_t gen;
+	int rc;
+
+	if (!strcmp(args, "start"))
+		return signal_watch_start();
+	if (strcmp(args, "status"))
+		return -EINVAL;
+	rc = signal_watch_status(&wakes, &uevents, &gen);
+	if (rc)
+		return rc;
+	reply("wakes=%u", wakes);
+	reply("uevents=%u", uevents);
+	reply("generation=%llu", (unsigned long long)gen);
+	return 0;
+}
+
 static int quit;
 
 static int cmd_poweroff(const char *args)
@@ -583,6 +632,8 @@ static const struct command {
 	{ "burst", cmd_burst },
 	{ "sample", cmd_sample },
 	{ "reseeds", cmd_reseeds },
+	{ "vmgenid-probe", cmd_vmgenid_probe },
+	{ "vmgenid-watch", cmd_vmgenid_watch },
 	{ "net-up", cmd_net_up },
 	{ "wg-up", cmd_wg_up },
 	{ "wg-show", cmd_wg_show },

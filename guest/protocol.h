@@ -38,6 +38,10 @@
  *                    ready yet
  *   vdso-16          the same through the vDSO's getrandom() (Linux 6.11
  *                    and later), a state per thread
+ *   drbg-16          the same from a user-space DRBG per thread, seeded
+ *                    once (libforksafe's reference DRBG, guest/forksafe.h)
+ *   drbg-checked-16  the same DRBG checking the /dev/vmgenid mapping
+ *                    before each output, reseeding when the ID changed
  *   getrandom-16MiB  one thread, getrandom() of 16 MiB at a time; a record
  *                    per 4 KiB page, CHANGED as seen when the kernel first
  *                    wrote to that page; UNIT 4096

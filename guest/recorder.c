@@ -24,6 +24,10 @@
  *	and flips in the middle of a call that a fork interrupted.
  *   vdso-16: as getrandom-16, each call the vDSO's getrandom() (6.11+)
  *	with a state per thread (guest/vdso.c).
+ *   drbg-16, drbg-checked-16: as getrandom-16, each call 16 bytes of a
+ *	user-space DRBG per thread (libforksafe's reference DRBG, guest/
+ *	forksafe.c), seeded once from getrandom(); the checked one compares
+ *	the /dev/vmgenid mapping before each output and reseeds on a change.
  *   uuid: as getrandom-16, each call a read of
  *	/proc/sys/kernel/random/uuid (the kernel's get_random_bytes()).
  *   exec: one process per CPU execs this binary again and again, each
@@ -53,6 +57,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include "clock.h"
+#include "forksafe.h"
 #include "genid.h"
 #include "protocol.h"
 #include "recorder.h"
@@ -200,7 +205,7 @@ struct short_call {
 	size_t len;		/* what one call returns, at most 64 bytes */
 	unsigned int flags;	/* getrandom()'s */
 	int fd;			/* the uuid file */
-	void *state;		/* the vDSO's, for this thread */
+	void *state;		/* the vDSO's or the DRBG's, for this thread */
 };
 
 static void short_calls(struct worker *w, const struct short_call *c)
@@ -272,6 +277,51 @@ static void run_vdso_16(struct worker *w)
 		return;
 	}
 	short_calls(w, &c);
+}
+
+/*
+ * A DRBG in user space holds a key of its own, which a fork copies into
+ * every clone; no kernel change can reach it.  Without the check it goes
+ * on from the pre-fork key forever (the window of user space); with it,
+ * it reseeds before its first output after the ID changed.
+ */
+static ssize_t draw_drbg(const struct short_call *c, char *out, size_t len)
+{
+	int err = forksafe_drbg_generate(c->state, out, len);
+
+	if (err) {
+		errno = -err;
+		return -1;
+	}
+	return (ssize_t)len;
+}
+
+static void drbg_calls(struct worker *w, int check)
+{
+	struct short_call c = { "DRBG", draw_drbg, RNG_BLOCK_BYTES, 0, -1, NULL };
+	struct forksafe_drbg d;
+	int err = check ? forksafe_open() : 0;
+
+	if (!err)
+		err = forksafe_drbg_init(&d, check);
+	if (err) {
+		fail(-err, "the DRBG: %s%s", strerror(-err),
+		     err == -ENOENT ? " (no " FORKSAFE_DEVICE ": a kernel without the forksafe series)" : "");
+		return;
+	}
+	c.state = &d;
+	short_calls(w, &c);
+	memset(&d, 0, sizeof(d));
+}
+
+static void run_drbg_16(struct worker *w)
+{
+	drbg_calls(w, 0);
+}
+
+static void run_drbg_checked_16(struct worker *w)
+{
+	drbg_calls(w, 1);
 }
 
 /*
@@ -735,6 +785,8 @@ static const struct shape shapes[] = {
 	{ "getrandom-16", RNG_BLOCK_BYTES, 1, 1, run_getrandom_16 },
 	{ "insecure-16", RNG_BLOCK_BYTES, 1, 1, run_insecure_16 },
 	{ "vdso-16", RNG_BLOCK_BYTES, 1, 1, run_vdso_16 },
+	{ "drbg-16", RNG_BLOCK_BYTES, 1, 1, run_drbg_16 },
+	{ "drbg-checked-16", RNG_BLOCK_BYTES, 1, 1, run_drbg_checked_16 },
 	{ "getrandom-16MiB", RNG_PAGE_BYTES, 0, 1, run_getrandom_16mib },
 	{ "urandom-1MiB", RNG_PAGE_BYTES, 0, 1, run_urandom_1mib },
 	{ "uuid", RNG_BLOCK_BYTES, 1, 1, run_uuid },

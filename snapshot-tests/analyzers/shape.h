@@ -39,13 +39,15 @@ static const struct shape shapes[] = {
 	{ "getrandom-16", RNG_BLOCK_BYTES, 10000, 0 },
 	{ "insecure-16", RNG_BLOCK_BYTES, 10000, 0 },
 	{ "vdso-16", RNG_BLOCK_BYTES, 10000, 0 },
+	{ "drbg-16", RNG_BLOCK_BYTES, 10000, 0 },
+	{ "drbg-checked-16", RNG_BLOCK_BYTES, 10000, 0 },
 	{ "uuid", RNG_BLOCK_BYTES, 10000, 0 },
 	{ "exec", RNG_BLOCK_BYTES, 150, 0 },
 	{ "getrandom-16MiB", RNG_PAGE_BYTES, 1024, 1 },
 	{ "urandom-1MiB", RNG_PAGE_BYTES, 1024, 1 },
 };
 
-#define SHAPE_NAMES "getrandom-16, insecure-16, vdso-16, uuid, exec, getrandom-16MiB, urandom-1MiB"
+#define SHAPE_NAMES "getrandom-16, insecure-16, vdso-16, drbg-16, drbg-checked-16, uuid, exec, getrandom-16MiB, urandom-1MiB"
 
 static inline const struct shape *shape_find(const char *name)
 {

@@ -37,7 +37,7 @@ EARLY_BITS=136
 # The records per stream a SHAPE records after the snapshot.
 shape_records() {
 	case "$1" in
-	getrandom-16 | insecure-16 | vdso-16 | uuid) echo "$FORK_BLOCKS" ;;
+	getrandom-16 | insecure-16 | vdso-16 | drbg-16 | drbg-checked-16 | uuid) echo "$FORK_BLOCKS" ;;
 	getrandom-16MiB) echo 12288 ;; # 3 calls of 4096 pages
 	urandom-1MiB) echo 4096 ;;     # 16 calls of 256 pages
 	exec) echo 300 ;;

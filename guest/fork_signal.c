@@ -1,0 +1,200 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The agent's checks of /dev/vmgenid, the kernel's fork signal for user
+ * space (the series' "virt: vmgenid: add a fork signal for user space"):
+ * what each misuse gets, and a thread that counts poll() wakes, so that
+ * the host can tell that it wakes exactly once per fork.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <linux/netlink.h>
+#include "forksafe.h"
+#include "genid.h"
+#include "fork_signal.h"
+
+/* errno of a call that should fail, 0 if it succeeded. */
+static int fails(long rc)
+{
+	return rc < 0 ? errno : 0;
+}
+
+static int map_fails(int fd, int prot, int flags, off_t offset)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	void *p = mmap(NULL, page, prot, flags, fd, offset);
+
+	if (p == MAP_FAILED)
+		return errno;
+	munmap(p, page);
+	return 0;
+}
+
+int signal_probe(struct signal_probe *p)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	struct vmgenid_generation g;
+	uint64_t small;
+	const volatile uint8_t *dev_mem;
+	uint8_t a[GENID_LEN], b[GENID_LEN];
+	char err[256];
+	void *map;
+	int fd, rw;
+
+	memset(p, 0, sizeof(*p));
+	fd = open(FORKSAFE_DEVICE, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (read(fd, &g, sizeof(g)) != (ssize_t)sizeof(g)) {
+		close(fd);
+		return -EIO;
+	}
+	p->generation = g.generation;
+	p->id_offset = g.id_offset;
+	p->short_read = fails(read(fd, &small, sizeof(small)));
+	p->write = fails(write(fd, &g, sizeof(g)));
+	p->map_exec = map_fails(fd, PROT_READ | PROT_EXEC, MAP_SHARED, 0);
+	p->map_private_write = map_fails(fd, PROT_READ | PROT_WRITE, MAP_PRIVATE, 0);
+	p->map_offset = map_fails(fd, PROT_READ, MAP_SHARED, page);
+	/* A writable shared mapping needs a writable file first: root can open one. */
+	rw = open(FORKSAFE_DEVICE, O_RDWR | O_CLOEXEC);
+	p->map_shared_write = rw < 0 ? errno : map_fails(rw, PROT_READ | PROT_WRITE, MAP_SHARED, 0);
+	if (rw >= 0)
+		close(rw);
+	map = mmap(NULL, page, PROT_READ, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED) {
+		p->map_read = errno;
+	} else {
+		p->mprotect_write = fails(mprotect(map, page, PROT_READ | PROT_WRITE));
+		p->mprotect_exec = fails(mprotect(map, page, PROT_READ | PROT_EXEC));
+		dev_mem = genid_map(err, sizeof(err));
+		if (dev_mem && g.id_offset <= page - GENID_LEN) {
+			genid_read(dev_mem, a);
+			genid_read((const volatile uint8_t *)map + g.id_offset, b);
+			p->id_matches = !memcmp(a, b, GENID_LEN);
+		}
+		munmap(map, page);
+	}
+	close(fd);
+	return 0;
+}
+
+/* ---- poll() wakes and uevents -------------------------------------------------- */
+
+static atomic_uint wakes, uevents;
+static atomic_uint_fast64_t last_generation;
+static atomic_int watch_errno;
+static int watch_fd = -1;
+
+/* Each wake is read at once, which makes the file see the new generation. */
+static void *watch(void *arg)
+{
+	struct pollfd p = { .fd = watch_fd, .events = POLLIN };
+	struct vmgenid_generation g;
+
+	(void)arg;
+	for (;;) {
+		if (poll(&p, 1, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			atomic_store(&watch_errno, errno);
+			return NULL;
+		}
+		if (read(watch_fd, &g, sizeof(g)) != (ssize_t)sizeof(g)) {
+			atomic_store(&watch_errno, errno ? errno : EIO);
+			return NULL;
+		}
+		atomic_store(&last_generation, g.generation);
+		atomic_fetch_add(&wakes, 1);
+	}
+}
+
+/* The kernel's uevents, counting those that carry VMGENID_GENERATION=. */
+static void *listen_uevents(void *arg)
+{
+	static const char key[] = "VMGENID_GENERATION=";
+	int fd = (int)(intptr_t)arg;
+	char buf[8192];
+	ssize_t n, i;
+
+	for (;;) {
+		n = recv(fd, buf, sizeof(buf) - 1, 0);
+		if (n < 0) {
+			if (errno == EINTR || errno == ENOBUFS)
+				continue;
+			atomic_store(&watch_errno, errno);
+			return NULL;
+		}
+		buf[n] = 0;
+		/* "ACTION@DEVPATH\0KEY=VALUE\0...": look at each string. */
+		for (i = 0; i < n; i += strlen(buf + i) + 1)
+			if (!strncmp(buf + i, key, sizeof(key) - 1))
+				atomic_fetch_add(&uevents, 1);
+	}
+}
+
+static int start_uevents(void)
+{
+	struct sockaddr_nl sa = { .nl_family = AF_NETLINK, .nl_groups = 1 };
+	pthread_t t;
+	int fd, err;
+
+	fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_KOBJECT_UEVENT);
+	if (fd < 0)
+		return -errno;
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	err = pthread_create(&t, NULL, listen_uevents, (void *)(intptr_t)fd);
+	if (err) {
+		close(fd);
+		return -err;
+	}
+	pthread_detach(t);
+	return 0;
+}
+
+int signal_watch_start(void)
+{
+	struct vmgenid_generation g;
+	pthread_t t;
+	int err;
+
+	if (watch_fd >= 0)
+		return -EBUSY;
+	watch_fd = open(FORKSAFE_DEVICE, O_RDONLY | O_CLOEXEC);
+	if (watch_fd < 0)
+		return -errno;
+	if (read(watch_fd, &g, sizeof(g)) != (ssize_t)sizeof(g))
+		return -EIO;
+	atomic_store(&last_generation, g.generation);
+	err = start_uevents();
+	if (err)
+		return err;
+	err = pthread_create(&t, NULL, watch, NULL);
+	if (err)
+		return -err;
+	pthread_detach(t);
+	return 0;
+}
+
+int signal_watch_status(unsigned int *n, unsigned int *n_uevents, uint64_t *generation)
+{
+	if (watch_fd < 0)
+		return -ENOENT;
+	if (atomic_load(&watch_errno))
+		return -atomic_load(&watch_errno);
+	*n = atomic_load(&wakes);
+	*n_uevents = atomic_load(&uevents);
+	*generation = atomic_load(&last_generation);
+	return 0;
+}

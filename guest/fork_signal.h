@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+#ifndef FORKSAFE_FORK_SIGNAL_H
+#define FORKSAFE_FORK_SIGNAL_H
+#include <stdint.h>
+
+/* What /dev/vmgenid did with each use: 0 success, else the errno. */
+struct signal_probe {
+	uint64_t generation;
+	uint32_t id_offset;
+	int short_read;		/* read() of 8 bytes: EINVAL */
+	int write;		/* write(): EBADF (opened read-only) */
+	int map_read;		/* the one page, PROT_READ, MAP_SHARED: 0 */
+	int map_shared_write;	/* PROT_WRITE, MAP_SHARED, on an O_RDWR file: EPERM */
+	int map_private_write;	/* PROT_WRITE, MAP_PRIVATE: EPERM */
+	int map_exec;		/* PROT_EXEC: EPERM */
+	int map_offset;		/* offset one page: EINVAL */
+	int mprotect_write;	/* of the read-only mapping: EACCES */
+	int mprotect_exec;	/* EACCES */
+	int id_matches;		/* the mapping holds the ID /dev/mem shows */
+};
+
+/* 0, or -errno when /dev/vmgenid cannot be opened or read. */
+int signal_probe(struct signal_probe *p);
+
+/*
+ * Threads that poll /dev/vmgenid and count its wakes, and that count the
+ * uevents that carry VMGENID_GENERATION=.
+ */
+int signal_watch_start(void);
+int signal_watch_status(unsigned int *wakes, unsigned int *uevents, uint64_t *generation);
+
+#endif
