@@ -577,10 +577,22 @@ static const char *fmt_us(char *buf, size_t len, long long us)
 	return buf;
 }
 
-/* Whether R is a measured row of KIND for KERNEL; counted in *nrows, in *errors if it failed. */
-static int summary_takes(const struct row *r, const char *kind, const char *kernel, int *nrows, int *errors)
+/* Whether R's output came from state that only user space can check (shape.h). */
+static int user_state(const struct row *r)
 {
-	if (strcmp(r->kind, kind) || strcmp(r->kernel, kernel))
+	const struct shape *sh = shape_find(r->shape);
+
+	return sh && sh->user_state;
+}
+
+/*
+ * Whether R is a measured row of KIND for KERNEL (USER: of a user-state
+ * shape, else of the others); counted in *nrows, in *errors if it failed.
+ */
+static int summary_takes(const struct row *r, const char *kind, const char *kernel, int user,
+			 int *nrows, int *errors)
+{
+	if (strcmp(r->kind, kind) || strcmp(r->kernel, kernel) || (!strcmp(kind, "rng") && user_state(r) != user))
 		return 0;
 	++*nrows;
 	if (strcmp(r->verdict, "error"))
@@ -602,7 +614,7 @@ static void summary_rng(const struct row *rows, int n, const char *kernel)
 	for (i = 0; i < n; i++) {
 		const struct row *r = &rows[i];
 
-		if (!summary_takes(r, "rng", kernel, &nrows, &errors))
+		if (!summary_takes(r, "rng", kernel, 0, &nrows, &errors))
 			continue;
 		if (!strcmp(r->verdict, "no fork signal") || !strcmp(r->verdict, "partial fork signal")) {
 			nosignal++;
@@ -660,6 +672,45 @@ static void summary_rng(const struct row *rows, int n, const char *kernel)
 	printf("\n");
 }
 
+/* The user-state rows: the window of user space, which no kernel closes. */
+static void summary_user(const struct row *rows, int n, const char *kernel)
+{
+	int i, nrows = 0, errors = 0, clones = 0, exposed = 0, esc, c;
+	long long worst_b = -1, b;
+	char buf[32];
+	size_t k;
+
+	for (i = 0; i < n; i++) {
+		const struct row *r = &rows[i];
+
+		if (!summary_takes(r, "rng", kernel, 1, &nrows, &errors))
+			continue;
+		c = clones_escaped(r, &esc);
+		clones += c;
+		exposed += c - esc;
+		for (k = 0; r->clones && k < json_object_array_length(r->clones); k++) {
+			b = num(json_object_array_get_idx(r->clones, k), "exposure_bytes");
+			if (b > worst_b)
+				worst_b = b;
+		}
+	}
+	if (!nrows)
+		return;
+	printf("%s: user space without a fork check: ", kernel);
+	if (exposed)
+		printf("%d of %d clones' DRBGs shared up to %s from their pre-fork key (no kernel can "
+		       "prevent this; a check of /dev/vmgenid before output does)", exposed, clones,
+		       fmt_bytes(buf, sizeof(buf), worst_b));
+	else if (nrows > errors)
+		printf("nothing shared in %d %s: the comparison saw no window where one must be",
+		       clones, plural(clones, "clone", "clones"));
+	else
+		printf("not measured");
+	if (errors)
+		printf("; %d of %d %s not measured (errors)", errors, nrows, plural(nrows, "row", "rows"));
+	printf("\n");
+}
+
 static void summary_wg(const struct row *rows, int n, const char *kernel)
 {
 	int i, nrows = 0, safe = 0, errors = 0, clones = 0;
@@ -669,7 +720,7 @@ static void summary_wg(const struct row *rows, int n, const char *kernel)
 	for (i = 0; i < n; i++) {
 		const struct row *r = &rows[i];
 
-		if (!summary_takes(r, "wg", kernel, &nrows, &errors))
+		if (!summary_takes(r, "wg", kernel, 0, &nrows, &errors))
 			continue;
 		clones += (int)json_object_array_length(r->clones);
 		prefork += r->prefork;
@@ -707,6 +758,7 @@ static void summary(const struct row *rows, int n)
 
 	for (k = 0; k < nk; k++) {
 		summary_rng(rows, n, kernels[k]);
+		summary_user(rows, n, kernels[k]);
 		summary_wg(rows, n, kernels[k]);
 	}
 }

@@ -27,24 +27,30 @@
  * none.  A long read writes page after page; the one page in flight when
  * the VM resumed was produced before the kernel could see the fork, and
  * the recorder marks it changed when it first sees it: one page.
+ *
+ * user_state: the output comes from state kept in user space that nothing
+ * checks against the fork signal (drbg-16, a DRBG seeded once): every
+ * kernel shows its window, so its rows do not count towards a kernel's
+ * verdict and are summed up apart, as what only user space can fix.
  */
 struct shape {
 	const char *name;
 	uint32_t unit;
 	uint32_t min_window;
 	uint32_t allowance;
+	int user_state;
 };
 
 static const struct shape shapes[] = {
-	{ "getrandom-16", RNG_BLOCK_BYTES, 10000, 0 },
-	{ "insecure-16", RNG_BLOCK_BYTES, 10000, 0 },
-	{ "vdso-16", RNG_BLOCK_BYTES, 10000, 0 },
-	{ "drbg-16", RNG_BLOCK_BYTES, 10000, 0 },
-	{ "drbg-checked-16", RNG_BLOCK_BYTES, 10000, 0 },
-	{ "uuid", RNG_BLOCK_BYTES, 10000, 0 },
-	{ "exec", RNG_BLOCK_BYTES, 150, 0 },
-	{ "getrandom-16MiB", RNG_PAGE_BYTES, 1024, 1 },
-	{ "urandom-1MiB", RNG_PAGE_BYTES, 1024, 1 },
+	{ "getrandom-16", RNG_BLOCK_BYTES, 10000, 0, 0 },
+	{ "insecure-16", RNG_BLOCK_BYTES, 10000, 0, 0 },
+	{ "vdso-16", RNG_BLOCK_BYTES, 10000, 0, 0 },
+	{ "drbg-16", RNG_BLOCK_BYTES, 10000, 0, 1 },
+	{ "drbg-checked-16", RNG_BLOCK_BYTES, 10000, 0, 0 },
+	{ "uuid", RNG_BLOCK_BYTES, 10000, 0, 0 },
+	{ "exec", RNG_BLOCK_BYTES, 150, 0, 0 },
+	{ "getrandom-16MiB", RNG_PAGE_BYTES, 1024, 1, 0 },
+	{ "urandom-1MiB", RNG_PAGE_BYTES, 1024, 1, 0 },
 };
 
 #define SHAPE_NAMES "getrandom-16, insecure-16, vdso-16, drbg-16, drbg-checked-16, uuid, exec, getrandom-16MiB, urandom-1MiB"
