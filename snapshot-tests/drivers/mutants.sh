@@ -20,6 +20,8 @@
 #   pre-init   the same with GRND_INSECURE reads, snapshot in CRNG_EARLY:
 #              fork-safe
 #   wireguard  fork_wireguard's rows, streaming and idle: safe
+#   signal     snapshot-tests/fork_signal.sh on the kernel: /dev/vmgenid's
+#              errors, one poll() wake per fork, the checked DRBG fork-safe
 # Results in DIR/mutants.md (default results/).
 set -euo pipefail
 . "$(dirname "$0")/../lib/measure.sh"
@@ -81,7 +83,16 @@ check_wireguard() {
 	done
 }
 
-CHECKS="kunit rng long_read pre_init wireguard"
+check_signal() {
+	local log=$RUN_DIR/signal-$1.log
+	if KERNEL=$(kernel_path "$1") bash "$FORKSAFE_ROOT/snapshot-tests/fork_signal.sh" >"$log" 2>&1; then
+		return 0
+	fi
+	grep -m1 '^not ok' "$log" | sed 's/^not ok [0-9]* //' || echo "fork_signal failed: $(tail -n 1 "$log")"
+	return 1
+}
+
+CHECKS="kunit rng long_read pre_init wireguard signal"
 
 # run_checks KERNEL_NAME: the first check that fails, "name: why", or nothing.
 run_checks() {
