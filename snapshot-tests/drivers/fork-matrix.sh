@@ -12,8 +12,10 @@
 # --methods and --vcpus apply to getrandom() loops (getrandom-16); the
 # other consumer shapes (--shapes, default all: long reads, uuid reads,
 # exec'd programs, reads before the crng is ready in CRNG_EMPTY and
-# CRNG_EARLY) run on migrate-file, each as SHAPE[/CRNG][@VCPUS] (crng
-# ready and 1 vCPU unless said).  uuid and exec run at 2 vCPUs: at 1, the
+# CRNG_EARLY, the vDSO's getrandom() on 6.12 kernels, and a user-space
+# DRBG without and, on patched kernels, with the /dev/vmgenid check) run
+# on migrate-file, each as SHAPE[/CRNG][@VCPUS] (crng ready and 1 vCPU
+# unless said).  uuid and exec run at 2 vCPUs: at 1, the
 # stock kernel's notification work here mostly runs before the next call
 # (the getrandom-16 rows show how often), so a row there rarely has a
 # stock window to compare with; exec also runs in CRNG_EARLY, where the
@@ -37,7 +39,8 @@ kernels=$(test_kernels)
 methods=$SNAP_METHODS
 vcpus_list="1 2"
 nclones=4
-shapes="getrandom-16MiB urandom-1MiB uuid@2 exec@2 exec/early insecure-16/empty insecure-16/early"
+shapes="getrandom-16MiB urandom-1MiB uuid@2 exec@2 exec/early insecure-16/empty insecure-16/early
+	vdso-16 drbg-16 drbg-checked-16"
 out=${RESULTS:-$FORKSAFE_ROOT/results}
 opts_parse fork-matrix --kernels=kernels --methods=methods --vcpus=vcpus_list \
 	--clones=nclones --shapes=shapes --out=out -- "$@"
@@ -51,7 +54,7 @@ require_kernels fork-matrix $kernels
 
 # shape_rows SHAPE[/CRNG][@VCPUS]...: the rows, or (DRY=1) only the checks.
 shape_rows() {
-	local s shape crng vcpus
+	local s shape crng vcpus ks
 	for s in "$@"; do
 		crng=ready vcpus=1 shape=$s
 		case "$shape" in *@*) vcpus=${shape#*@} shape=${shape%@*} ;; esac
@@ -59,7 +62,10 @@ shape_rows() {
 		opts_counts fork-matrix "--shapes' @VCPUS" "$vcpus"
 		shape_records "$shape" >/dev/null
 		case "$crng" in ready | empty | early) ;; *) die "fork-matrix: unknown crng state '$crng' in '$s' (ready, empty, early)" ;; esac
-		[ -n "${DRY:-}" ] || rng_rows "$out/rows" "$nclones" "$kernels" "$vcpus" migrate-file "$shape" "$crng"
+		[ -n "${DRY:-}" ] && continue
+		# shellcheck disable=SC2086 # a list of words
+		ks=$(shape_kernels "$shape" $kernels)
+		[ -z "$ks" ] || rng_rows "$out/rows" "$nclones" "$ks" "$vcpus" migrate-file "$shape" "$crng"
 	done
 }
 # shellcheck disable=SC2086 # a list of words

@@ -44,6 +44,29 @@ shape_records() {
 	*) die "unknown shape '$1' (guest/protocol.h lists them)" ;;
 	esac
 }
+# shape_kernels SHAPE KERNEL...: those of the kernels that have what SHAPE
+# uses; why the others do not on stderr, one line.  vdso-16 needs the
+# vDSO's getrandom() (Linux 6.11+: the -6.12 builds, or a KERNEL= of the
+# operator's, who knows), drbg-checked-16 the series' /dev/vmgenid.
+shape_kernels() {
+	local shape=$1 k fits=() left=()
+	shift
+	for k in "$@"; do
+		case "$shape" in
+		vdso-16) case "$k" in *-6.12 | custom) fits+=("$k") ;; *) left+=("$k") ;; esac ;;
+		drbg-checked-16) if [ "$(kernel_role "$k")" = patched ]; then fits+=("$k"); else left+=("$k"); fi ;;
+		*) fits+=("$k") ;;
+		esac
+	done
+	if [ ${#left[@]} -gt 0 ]; then
+		case "$shape" in
+		vdso-16) progress "$shape: not on ${left[*]} (no vDSO getrandom() before Linux 6.11)" ;;
+		*) progress "$shape: not on ${left[*]} (no /dev/vmgenid without the series)" ;;
+		esac
+	fi
+	echo "${fits[*]}"
+}
+
 # In its first two minutes the kernel reseeds every uptime/2 seconds on its
 # own.  The original ages before it records, so that interval outlasts the
 # recording even on a loaded host (10 s: every 5 s) and, for in-process
