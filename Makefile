@@ -5,6 +5,7 @@
 #                     METHODS="migrate-file ..." VCPUS="1 2" CLONES=4
 #   make bench-rng    what the series buys and costs for the RNG
 #   make bench-wg     the same for WireGuard
+#   make bench-vdso   what the 6.12 vDSO getrandom() check costs, in instructions
 #   make cold-clones  boots of one golden image: identical RNG output or not
 #                     CLONES=3, COLD_ROWS="det,fresh,none,qemu64,no ..."
 #   make storm        chained forks, a clone of a clone ..., DEPTH=100 levels,
@@ -43,7 +44,7 @@ DEBS := linux-source-6.1 linux-source-6.12 bc bison flex libelf-dev libssl-dev c
 	libjson-c-dev libpcap-dev jq shellcheck python3-ply python3-git chromium e2fsprogs
 
 .PHONY: all help deps kernels kernel kernel-stock kernel-kunit kernel-debug kernel-bench kernel-tree refresh-patches \
-	checkpatch guest tools corpus check demo bench-rng bench-wg cold-clones storm crowd wg-scale mutants fuzz clean
+	checkpatch guest tools corpus check demo bench-rng bench-wg bench-vdso cold-clones storm crowd wg-scale mutants fuzz clean
 
 all: kernel kernel-stock guest tools
 
@@ -230,6 +231,13 @@ demo: deps
 bench-rng: deps
 	@$(MAKE) --no-print-directory kernel kernel-stock kernel-bench guest tools
 	@snapshot-tests/drivers/bench-rng.sh
+
+# The vDSO check is 6.12's alone (Linux 6.1 has no vDSO getrandom()).
+bench-vdso: deps
+	@kernel-patches/kernel.sh build stock-6.12
+	@kernel-patches/kernel.sh build patched-6.12
+	@$(MAKE) --no-print-directory guest tools
+	@snapshot-tests/drivers/bench-vdso.sh
 
 # Each mutation of kernel-patches/6.1/mutants/ must be killed by a test.
 mutants: deps

@@ -313,17 +313,17 @@ static int cmd_record(const char *args)
 	return -EINVAL;
 }
 
-/* "bench SIZE MS": getrandom() calls per second over all vCPUs. */
+/* "bench SIZE MS [vdso]": getrandom() (or the vDSO's) calls per second over all vCPUs. */
 static int cmd_bench(const char *args)
 {
 	unsigned long size, ms;
 	uint64_t calls;
-	char err[256];
-	int threads;
+	char err[256], how[8] = "";
+	int threads, n = sscanf(args, "%lu %lu %7s", &size, &ms, how);
 
-	if (sscanf(args, "%lu %lu", &size, &ms) != 2)
+	if (n < 2 || (n == 3 && strcmp(how, "vdso")))
 		return -EINVAL;
-	if (bench_getrandom(size, ms, &calls, &threads, err, sizeof(err))) {
+	if (bench_getrandom(size, ms, n == 3, &calls, &threads, err, sizeof(err))) {
 		reply("error=%s", err);
 		return -EINVAL;
 	}

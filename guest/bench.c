@@ -33,6 +33,7 @@
 #include <sys/socket.h>
 #include "bench.h"
 #include "clock.h"
+#include "vdso.h"
 
 #define MAX_THREADS 64
 #define MAX_SIZE 4096
@@ -69,6 +70,25 @@ static void *getrandom_loop(void *arg)
 	pin(t);
 	while (!atomic_load_explicit(&stop, memory_order_relaxed) && !t->error) {
 		if (getrandom(buf, req_size, 0) != (ssize_t)req_size)
+			t->error = errno ? errno : EIO;
+		t->count++;
+	}
+	return NULL;
+}
+
+/* The same through the vDSO's getrandom() (6.11+), a state per thread. */
+static void *vdso_loop(void *arg)
+{
+	struct bench_thread *t = arg;
+	unsigned char buf[MAX_SIZE];
+	void *state;
+
+	pin(t);
+	state = vdso_getrandom_state();
+	if (!state)
+		t->error = errno ? errno : ENOMEM;
+	while (!atomic_load_explicit(&stop, memory_order_relaxed) && !t->error) {
+		if (vdso_getrandom(state, buf, req_size, 0) != (ssize_t)req_size)
 			t->error = errno ? errno : EIO;
 		t->count++;
 	}
@@ -145,15 +165,17 @@ static int run_per_cpu(void *(*fn)(void *), unsigned int ms, uint64_t *total,
 	return rc;
 }
 
-int bench_getrandom(size_t size, unsigned int ms, uint64_t *calls, int *threads,
+int bench_getrandom(size_t size, unsigned int ms, int vdso, uint64_t *calls, int *threads,
 		    char *err, size_t errlen)
 {
 	if (size < 1 || size > MAX_SIZE || ms < 1 || ms > 600000) {
 		snprintf(err, errlen, "size must be 1..%d, ms 1..600000", MAX_SIZE);
 		return -1;
 	}
+	if (vdso && vdso_getrandom_init(err, errlen))
+		return -1;
 	req_size = size;
-	return run_per_cpu(getrandom_loop, ms, calls, threads, err, errlen);
+	return run_per_cpu(vdso ? vdso_loop : getrandom_loop, ms, calls, threads, err, errlen);
 }
 
 int bench_u32(uint64_t *calls_per_s, int *threads, char *err, size_t errlen)

@@ -6,10 +6,10 @@
 
 /*
  * getrandom() throughput: one thread per online CPU, pinned, calling
- * getrandom(SIZE) for MS milliseconds.  Returns 0 and the calls made by
- * all threads and their number, or -1 with err set.
+ * getrandom(SIZE) (through the vDSO if VDSO) for MS milliseconds.  Returns
+ * 0 and the calls made by all threads and their number, or -1 with err set.
  */
-int bench_getrandom(size_t size, unsigned int ms, uint64_t *calls, int *threads,
+int bench_getrandom(size_t size, unsigned int ms, int vdso, uint64_t *calls, int *threads,
 		    char *err, size_t errlen);
 
 /*

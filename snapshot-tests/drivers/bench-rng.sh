@@ -57,22 +57,7 @@ fi
 
 # ---- instructions -------------------------------------------------------------
 # Guest time is instructions (1 ns each): calls per guest second give
-# instructions per call.  A round runs ICOUNT_MS of guest time.
-ICOUNT_MS=500 ICOUNT_ROUNDS=3
-ICOUNT_GUID=6f726b73-6166-6500-0000-00000000b0b0
-icount_row() {
-	local label=$1 r k s p
-	shift
-	for ((r = 1; r <= ICOUNT_ROUNDS; r++)); do
-		for k in stock patched; do
-			guest_call "icount-$k" -t 600 "$@" | agent_field calls_per_s |
-				awk '{ printf "%.1f\n", 1e9 / $1 }' >>"$RUN_DIR/icount-$k-$label"
-		done
-	done
-	s=$(median <"$RUN_DIR/icount-stock-$label") p=$(median <"$RUN_DIR/icount-patched-$label")
-	progress "bench: $label: stock $s, patched $p instructions per call"
-	echo "| $label | $s | $p | $(ratio "$s" "$p") | $(sort -u "$RUN_DIR/icount-stock-$label" "$RUN_DIR/icount-patched-$label" | wc -l) |" >>"$md.tmp"
-}
+# instructions per call (icount_row, lib/stats.sh).
 {
 	echo
 	echo "Instructions per call, guests that count instructions (1 vCPU, $ICOUNT_ROUNDS rounds of $ICOUNT_MS ms of guest time, median; user-space loop included), and calls per instruction patched/stock (the target is at least 0.99):"
@@ -85,9 +70,9 @@ for k in stock patched; do
 	guest_boot "icount-$k" "$(kernel_path "$k-bench")" --deterministic --guid "$ICOUNT_GUID"
 done
 for size in 16 4096; do
-	icount_row "getrandom $size B" bench "$size" "$ICOUNT_MS"
+	icount_row "getrandom $size B" icount-stock icount-patched bench "$size" "$ICOUNT_MS" >>"$md.tmp"
 done
-icount_row get_random_u32 bench-u32
+icount_row get_random_u32 icount-stock icount-patched bench-u32 >>"$md.tmp"
 for k in stock patched; do guest_stop "icount-$k"; done
 {
 	echo

@@ -16,3 +16,27 @@ cost_cells() {
 	progress "bench: $1: stock $s, patched $p, ratio $r"
 	echo "$s | $p | $r"
 }
+
+# Guests that count instructions (machine.sh --deterministic) run 1 ns of
+# guest time per instruction: calls per guest second give instructions per
+# call, the same in every run.  A round runs ICOUNT_MS of guest time.
+# shellcheck disable=SC2034 # ICOUNT_MS and ICOUNT_GUID are the drivers'
+ICOUNT_MS=500 ICOUNT_ROUNDS=3 ICOUNT_GUID=6f726b73-6166-6500-0000-00000000b0b0
+
+# icount_row LABEL STOCK PATCHED CMD...: the agent command CMD (which
+# answers calls_per_s) ICOUNT_ROUNDS times on the guests STOCK and PATCHED,
+# alternating; a table row "| LABEL | stock | patched | calls per
+# instruction patched/stock | distinct figures |" from the medians.
+icount_row() {
+	local label=$1 stock=$2 patched=$3 r g s p
+	shift 3
+	for ((r = 1; r <= ICOUNT_ROUNDS; r++)); do
+		for g in "$stock" "$patched"; do
+			guest_call "$g" -t 600 "$@" | agent_field calls_per_s |
+				awk '{ printf "%.1f\n", 1e9 / $1 }' >>"$RUN_DIR/icount-$g-$label"
+		done
+	done
+	s=$(median <"$RUN_DIR/icount-$stock-$label") p=$(median <"$RUN_DIR/icount-$patched-$label")
+	progress "bench: $label: stock $s, patched $p instructions per call"
+	echo "| $label | $s | $p | $(ratio "$s" "$p") | $(sort -u "$RUN_DIR/icount-$stock-$label" "$RUN_DIR/icount-$patched-$label" | wc -l) |"
+}
