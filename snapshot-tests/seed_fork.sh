@@ -55,6 +55,7 @@ fork_seed() {
 	info=$(guest_call "$tag" info)
 	guid=$(agent_field guid <<<"$info")
 	[ -n "$guid" ] || die "the agent cannot read the generation ID: $(agent_field guid_error <<<"$info")"
+	[ "$2" = 0 ] || t_diag "$tag: $(grep -a -m1 -o 'watching generation ID.*' "$(guest_dir "$tag")/console.log" | tr -d '\r')"
 	snap_save migrate-file "$tag" "$dir"
 	SEED[$tag-orig]=$(disk_seed "$dir/orig.img")
 	for c in a b control; do
