@@ -9,7 +9,10 @@
 #    one after another (their AT_RANDOM, and their stack and mmap bases)
 #    in a guest booted without a trusted cycle counter or RDRAND,
 #    snapshotted in CRNG_EARLY, where get_random_bytes() and the batched
-#    get_random_long() come from base_crng.key alone.
+#    get_random_long() come from base_crng.key alone;
+#  - on 6.12 kernels (KERNELS=...-6.12), the vDSO's getrandom(): output
+#    made in user space from a key per thread, which the kernel renews only
+#    when it reseeds (stock) or as soon as the ID changed (patch 0010).
 # Patched: no clone shares more than the page in flight with the reference
 # or with another clone (fork-safe).  Stock: both windows are certain, not
 # races (the in-flight call goes on from its state to its end; in
@@ -25,6 +28,9 @@ kernels=$(test_kernels)
 ROWS=()
 rng_rows "$RUN_DIR" 2 "$kernels" 1 migrate-file getrandom-16MiB ready
 rng_rows "$RUN_DIR" 2 "$kernels" 1 migrate-file exec early
+# shellcheck disable=SC2086 # a list of words
+vdso=$(shape_kernels vdso-16 $kernels)
+[ -z "$vdso" ] || rng_rows "$RUN_DIR" 2 "$vdso" 1 migrate-file vdso-16 ready
 t_plan $((${#ROWS[@]} * 3))
 rows_judge "${ROWS[@]}"
 # shellcheck disable=SC2034 # v and t_row read VERDICT
