@@ -174,15 +174,19 @@ int signal_watch_start(void)
 	watch_fd = open(FORKSAFE_DEVICE, O_RDONLY | O_CLOEXEC);
 	if (watch_fd < 0)
 		return -errno;
-	if (read(watch_fd, &g, sizeof(g)) != (ssize_t)sizeof(g))
-		return -EIO;
-	atomic_store(&last_generation, g.generation);
-	err = start_uevents();
-	if (err)
+	err = read(watch_fd, &g, sizeof(g)) == (ssize_t)sizeof(g) ? 0 : -EIO;
+	if (!err) {
+		atomic_store(&last_generation, g.generation);
+		err = start_uevents();
+	}
+	if (!err)
+		err = -pthread_create(&t, NULL, watch, NULL);
+	if (err) {
+		/* Nothing started: a later start may try again. */
+		close(watch_fd);
+		watch_fd = -1;
 		return err;
-	err = pthread_create(&t, NULL, watch, NULL);
-	if (err)
-		return -err;
+	}
 	pthread_detach(t);
 	return 0;
 }
