@@ -19,9 +19,12 @@ cost_cells() {
 
 # Guests that count instructions (machine.sh --deterministic) run 1 ns of
 # guest time per instruction: calls per guest second give instructions per
-# call, the same in every run.  A round runs ICOUNT_MS of guest time.
+# call, nearly the same in every run: the rounds of a fresh guest differ by
+# up to 1%, then settle on one figure, which 9 rounds make the median.  A
+# round runs ICOUNT_MS of guest time; ICOUNT_ROUNDS rounds per guest (both
+# may be set in the environment).
 # shellcheck disable=SC2034 # ICOUNT_MS and ICOUNT_GUID are the drivers'
-ICOUNT_MS=500 ICOUNT_ROUNDS=3 ICOUNT_GUID=6f726b73-6166-6500-0000-00000000b0b0
+ICOUNT_MS=${ICOUNT_MS:-500} ICOUNT_ROUNDS=${ICOUNT_ROUNDS:-9} ICOUNT_GUID=6f726b73-6166-6500-0000-00000000b0b0
 
 # icount_row LABEL STOCK PATCHED CMD...: the agent command CMD (which
 # answers calls_per_s) ICOUNT_ROUNDS times on the guests STOCK and PATCHED,
@@ -37,6 +40,6 @@ icount_row() {
 		done
 	done
 	s=$(median <"$RUN_DIR/icount-$stock-$label") p=$(median <"$RUN_DIR/icount-$patched-$label")
-	progress "bench: $label: stock $s, patched $p instructions per call"
+	progress "bench: $label: stock $s, patched $p instructions per call (rounds: stock $(sort -n "$RUN_DIR/icount-$stock-$label" | tr '\n' ' ')patched $(sort -n "$RUN_DIR/icount-$patched-$label" | tr '\n' ' '))"
 	echo "| $label | $s | $p | $(ratio "$s" "$p") | $(sort -u "$RUN_DIR/icount-$stock-$label" "$RUN_DIR/icount-$patched-$label" | wc -l) |"
 }
