@@ -74,11 +74,12 @@ shape_kernels() {
 # own.  The original ages before it records, so that interval outlasts the
 # recording even on a loaded host (10 s: every 5 s) and, for in-process
 # loadvm, which does not rewind the guest clock, all the clones in a row.
-# Recordings of more than LONG_RECORDS (the vDSO's 600,000 calls: 1.2 s on
-# an idle host, 4 s and more on a loaded one) age to LONG_UPTIME_S.
+# LONG_SHAPES record for longer (the vDSO's 600,000 calls: 1.2 s on an idle
+# host, 4 s and more on a loaded one; three 16 MiB reads, which a reseed
+# between two would part) and age to LONG_UPTIME_S.
 FORK_UPTIME_S=${FORK_UPTIME_S:-10}
 INPROC_UPTIME_S=${INPROC_UPTIME_S:-40}
-LONG_RECORDS=100000 LONG_UPTIME_S=${LONG_UPTIME_S:-40}
+LONG_SHAPES="vdso-16 getrandom-16MiB" LONG_UPTIME_S=${LONG_UPTIME_S:-40}
 RECORD_TIMEOUT=60  # a restored clone finishing its recording
 DUMP_TIMEOUT=300   # a dump of up to 64 vCPUs x 60000 blocks over virtio-serial
 
@@ -132,7 +133,7 @@ rng_original() {
 	info=$(guest_call "$RNG_ORIG" info)
 	rng_require "$info"
 	RNG_GUID=$(agent_field guid <<<"$info")
-	rng_prepare "$RNG_ORIG" "$method" "$crng" "$info" "$records"
+	rng_prepare "$RNG_ORIG" "$method" "$crng" "$info" "$shape"
 	guest_call "$RNG_ORIG" record start "$shape" "$records" >/dev/null
 	progress "$RNG_TAG: snapshot"
 	snap_save "$method" "$RNG_ORIG" "$ROW_DIR"
@@ -219,15 +220,15 @@ crowd_measure() {
 
 mem_available_kb() { awk '/^MemAvailable:/ { print $2 }' /proc/meminfo; }
 
-# rng_prepare NAME METHOD CRNG INFO [RECORDS]: bring the crng to the state
+# rng_prepare NAME METHOD CRNG INFO [SHAPE]: bring the crng to the state
 # it must be in at the snapshot.  A ready crng reseeds every uptime/2 s in
 # the first two minutes: the original first ages past the recording of
-# RECORDS (in-process loadvm, which does not rewind the guest clock, past
-# all the clones).
+# SHAPE (in-process loadvm, which does not rewind the guest clock, past all
+# the clones).
 rng_prepare() {
-	local name=$1 method=$2 crng=$3 info=$4 records=${5:-0} age=$FORK_UPTIME_S wait_ms state
+	local name=$1 method=$2 crng=$3 info=$4 shape=${5:-} age=$FORK_UPTIME_S wait_ms state
 	if [ "$crng" = ready ]; then
-		if [ "$records" -gt "$LONG_RECORDS" ]; then age=$LONG_UPTIME_S; fi
+		case " $LONG_SHAPES " in *" $shape "*) age=$LONG_UPTIME_S ;; esac
 		if snap_inproc "$method" && [ "$INPROC_UPTIME_S" -gt "$age" ]; then age=$INPROC_UPTIME_S; fi
 		wait_ms=$((age * 1000 - $(agent_field uptime_ms <<<"$info")))
 		if [ "$wait_ms" -gt 0 ]; then
