@@ -242,7 +242,7 @@ bench-vdso: deps
 # Each mutation of kernel-patches/6.1/mutants/ must be killed by a test.
 mutants: deps
 	@$(MAKE) --no-print-directory kernel-kunit guest tools
-	@snapshot-tests/drivers/mutants.sh
+	@LINUX=$(LINUX) snapshot-tests/drivers/mutants.sh
 
 bench-wg: deps
 	@$(MAKE) --no-print-directory kernels guest tools
