@@ -30,6 +30,8 @@ fork_lines() {
 	tail -c +"$((${2:-0} + 1))" "$(guest_dir "$1")/console.log" |
 		grep -c 'crng reseeded due to virtual machine fork' || true
 }
+fork_logged() { [ "$(fork_lines "$1" "$2")" -gt 0 ]; }
+
 # PREINIT_EXTRA (environment): more of the command line for such guests.
 PREINIT_APPEND="forksafe.crng=nowait random.trust_cpu=off random.trust_bootloader=off${PREINIT_EXTRA:+ $PREINIT_EXTRA}"
 EARLY_BITS=136
@@ -161,9 +163,19 @@ rng_clone_start() {
 }
 
 # rng_clone_finish CLONE NAME: collect the recording of CLONE, guest NAME.
+# A fresh clone's kernel logs its reseed from a work item, which a busy
+# vCPU may run after a short recording ended: its console is taken once
+# the line is there, or after FORK_LOG_TIMEOUT (a kernel that never
+# reseeds, whose count then says 0).
+FORK_LOG_TIMEOUT=15
 rng_clone_finish() {
-	local clone=$1 name=$2
-	rng_collect "$name" "$ROW_DIR/$clone" "$(cat "$ROW_DIR/$clone.from")"
+	local clone=$1 name=$2 from
+	from=$(cat "$ROW_DIR/$clone.from")
+	case "$clone" in
+	ref | control) ;;
+	*) wait_until "$FORK_LOG_TIMEOUT" fork_logged "$name" "$from" || true ;;
+	esac
+	rng_collect "$name" "$ROW_DIR/$clone" "$from"
 	snap_end "$RNG_METHOD" "$name"
 	RNG_ARGS+=("$clone=$ROW_DIR/$clone.dump:$ROW_DIR/$clone.console")
 }
