@@ -41,7 +41,7 @@ DEBS := linux-source-6.1 linux-source-6.12 bc bison flex libelf-dev libssl-dev c
 	gcc make clang libclang-rt-14-dev \
 	qemu-system-x86 qemu-utils vde2 wireguard-tools busybox-static \
 	libvirt-daemon-system libvirt-clients libvirt-dev \
-	libjson-c-dev libpcap-dev jq shellcheck python3-ply python3-git chromium e2fsprogs
+	libjson-c-dev libpcap-dev jq shellcheck python3-ply python3-git chromium e2fsprogs kmod
 
 .PHONY: all help deps kernels kernel kernel-stock kernel-kunit kernel-debug kernel-bench kernel-tree refresh-patches \
 	checkpatch guest tools corpus check demo bench-rng bench-wg bench-vdso cold-clones storm crowd wg-scale mutants fuzz clean
@@ -239,7 +239,7 @@ bench-vdso: deps
 	@$(MAKE) --no-print-directory guest tools
 	@snapshot-tests/drivers/bench-vdso.sh
 
-# Each mutation of kernel-patches/6.1/mutants/ must be killed by a test.
+# Each mutation of kernel-patches/$(LINUX)/mutants/ must be killed by a test.
 mutants: deps
 	@$(MAKE) --no-print-directory kernel-kunit guest tools
 	@LINUX=$(LINUX) snapshot-tests/drivers/mutants.sh

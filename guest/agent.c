@@ -674,6 +674,8 @@ static void dispatch(char *line)
 
 /* ---- the port ----------------------------------------------------------- */
 
+#define PORT_WAIT_MS 10000
+
 static int open_port(void)
 {
 	char path[512], name[64];
@@ -703,6 +705,7 @@ int main(int argc, char **argv)
 	char buf[AGENT_REQUEST_MAX], *nl;
 	size_t len = 0;
 	ssize_t n;
+	int waited;
 
 	if (argc == 4 && !strcmp(argv[1], EXEC_LINK_ARG))
 		return recorder_exec_link(argv[2], argv[3]);
@@ -711,7 +714,9 @@ int main(int argc, char **argv)
 	else
 		wait_for_crng();
 
-	port = open_port();
+	/* A port whose driver init loaded as a module comes a moment later. */
+	for (waited = 0; (port = open_port()) < 0 && waited < PORT_WAIT_MS; waited += 50)
+		usleep(50000);
 	if (port < 0) {
 		fprintf(stderr, "agent: no virtio-serial port named %s\n", AGENT_PORT);
 		return 1;

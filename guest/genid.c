@@ -80,23 +80,31 @@ uint64_t genid_locate(char *err, size_t errlen)
 	return addr;
 }
 
+/*
+ * Cached, as the vmgenid driver maps it: a kernel with PAT refuses a mapping
+ * whose memory type conflicts with the driver's (EAGAIN), which an
+ * uncached (O_SYNC) one does there.  The hypervisor's writes are coherent
+ * with the CPU's caches either way.
+ */
 const volatile uint8_t *genid_map_at(uint64_t addr, char *err, size_t errlen)
 {
 	long page = sysconf(_SC_PAGESIZE);
 	uint64_t base = addr & ~(uint64_t)(page - 1);
+	size_t len = addr - base + GENID_LEN > (uint64_t)page ? page * 2 : page;
 	void *map;
 	int fd;
 
-	fd = open("/dev/mem", O_RDONLY | O_SYNC | O_CLOEXEC);
+	fd = open("/dev/mem", O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		snprintf(err, errlen, "cannot open /dev/mem: %s (CONFIG_DEVMEM missing?)", strerror(errno));
 		return NULL;
 	}
-	map = mmap(NULL, page * 2, PROT_READ, MAP_SHARED, fd, (off_t)base);
+	map = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, (off_t)base);
 	close(fd);
 	if (map == MAP_FAILED) {
-		snprintf(err, errlen, "cannot map the GUID at 0x%llx: %s (CONFIG_STRICT_DEVMEM set?)",
-			 (unsigned long long)addr, strerror(errno));
+		snprintf(err, errlen, "cannot map the GUID at 0x%llx through /dev/mem: %s%s",
+			 (unsigned long long)addr, strerror(errno),
+			 errno == EPERM ? " (CONFIG_STRICT_DEVMEM refuses it)" : "");
 		return NULL;
 	}
 	return (const volatile uint8_t *)map + (addr - base);

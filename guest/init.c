@@ -17,10 +17,15 @@
  * forksafe-seed load before the role (forksafe.seedfault=STEP:ACTION passes
  * --fault), forksafe.seed=load,watch also keeps forksafe-seed watch running
  * beside it (forksafe.seedwatch=MS its interval).
+ *
+ * Before all that, the modules a distribution kernel needs (kernel.sh packs
+ * them into an archive of their own, which machine.sh appends) are loaded
+ * in the order /lib/modules/forksafe.load lists them.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,11 +34,13 @@
 #include <sys/mount.h>
 #include <sys/reboot.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #define SEED_DIR "/var/lib/forksafe-seed"
 #define SEED_TOOL "/bin/forksafe-seed"
 #define SEED_SERIAL "forksafe-seed" /* machine.sh --seed-disk */
+#define MODULES_LOAD "/lib/modules/forksafe.load"
 
 static void say(const char *fmt, const char *arg)
 {
@@ -182,6 +189,28 @@ static void seed_services(void)
 	}
 }
 
+/* A module that does not load says so; what needed it then fails visibly. */
+static void load_modules(void)
+{
+	char path[256], why[320];
+	FILE *f = fopen(MODULES_LOAD, "r");
+	int fd;
+
+	if (!f)
+		return;
+	while (fgets(path, sizeof(path), f)) {
+		path[strcspn(path, "\n")] = '\0';
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0 || (syscall(SYS_finit_module, fd, "", 0) && errno != EEXIST)) {
+			snprintf(why, sizeof(why), "%s: %s", path, strerror(errno));
+			say("cannot load the module %s", why);
+		}
+		if (fd >= 0)
+			close(fd);
+	}
+	fclose(f);
+}
+
 int main(void)
 {
 	char *role, *agent[] = { "/bin/forksafe-agent", NULL };
@@ -195,6 +224,7 @@ int main(void)
 	mount_or_warn("tmpfs", "/tmp", "tmpfs");
 	setenv("PATH", "/bin:/sbin:/usr/bin", 1);
 
+	load_modules();
 	seed_services();
 	role = cmdline_param("role");
 	if (!role)

@@ -7,6 +7,11 @@
 #       debug.config); stock-bench, patched-bench (plus the hooks in bench/,
 #       for make bench-rng); mutant-NAME (kunit + mutants/NAME.patch, for
 #       make mutants).  A name ending in -6.12 builds from 6.12, else 6.1.
+#   kernel.sh build debian|debian-cloud|debian-cloud-6.12
+#       Debian's own binary kernels, not built but downloaded (apt-get
+#       download of what linux-image-amd64, linux-image-cloud-amd64 and
+#       linux-image-6.12-cloud-amd64 depend on today), cached by package
+#       version, with the modules the guests need in modules.cpio
 #   kernel.sh tree [6.12]                  a tree with the series applied, to edit
 #   kernel.sh refresh [6.12]               rewrite the series from that tree
 #   kernel.sh checkpatch [6.12]            scripts/checkpatch.pl --strict on the series
@@ -257,9 +262,98 @@ full_build_steps() {
 	[ "$n" -lt 1000 ] || echo "$n" >"$cache/full-build-steps"
 }
 
+# ---- Debian's binary kernels ------------------------------------------------------
+# What an operator runs: Debian's kernels, with modules.  The guests need
+# virtio's PCI transport and console (the agent's channel), virtio-net and
+# WireGuard; those that a kernel does not build in go, with what they depend
+# on (depmod's modules.dep, run here on the unpacked package) and
+# decompressed, into modules.cpio, which machine.sh appends to the
+# initramfs and the guest's init loads in the order of
+# /lib/modules/forksafe.load.
+DEBIAN_MODULES="virtio_pci virtio_console virtio_net wireguard"
+
+debian_meta() {
+	case "$1" in
+	debian) echo linux-image-amd64 ;;
+	debian-cloud) echo linux-image-cloud-amd64 ;;
+	debian-cloud-6.12) echo linux-image-6.12-cloud-amd64 ;;
+	*) die "unknown Debian kernel '$1' (debian, debian-cloud, debian-cloud-6.12)" ;;
+	esac
+}
+
+# debian_modules MODDIR STAGE: DEBIAN_MODULES and their dependencies, each
+# after what it depends on, into STAGE/lib/modules/forksafe/.
+debian_modules() {
+	local dir=$1 stage=$2 m p
+	local -A seen=()
+	mkdir -p "$stage/lib/modules/forksafe"
+	: >"$stage/lib/modules/forksafe.load"
+	for m in $DEBIAN_MODULES; do
+		! grep -qE "/$m\.ko\$" "$dir/modules.builtin" || continue
+		p=$(grep -oE "^[^:]*/$m\.ko(\.xz)?:" "$dir/modules.dep") ||
+			die "$(basename "$dir"): no module $m, built in or not"
+		debian_module "$dir" "$stage" "${p%:}"
+	done
+}
+
+debian_module() {
+	local dir=$1 stage=$2 p=$3 d f
+	local -a deps
+	[ -z "${seen[$p]:-}" ] || return 0
+	seen[$p]=1
+	read -r -a deps < <(awk -v p="$p:" '$1 == p { $1 = ""; print }' "$dir/modules.dep")
+	for d in "${deps[@]}"; do
+		debian_module "$dir" "$stage" "$d"
+	done
+	f=$(basename "${p%.xz}")
+	case "$p" in
+	*.xz) xz -dc "$dir/$p" >"$stage/lib/modules/forksafe/$f" ;;
+	*) cp "$dir/$p" "$stage/lib/modules/forksafe/$f" ;;
+	esac
+	echo "/lib/modules/forksafe/$f" >>"$stage/lib/modules/forksafe.load"
+}
+
+debian_fetch() {
+	local name=$1 meta pkg version dest tmp kver
+	meta=$(debian_meta "$name")
+	pkg=$(apt-cache depends "$meta" 2>/dev/null | awk '/Depends: linux-image-/ { print $2; exit }')
+	[ -n "$pkg" ] || die "$name: apt knows no package $meta (run apt-get update)"
+	version=$(apt-cache policy "$pkg" | awk '/Candidate:/ { print $2 }')
+	dest=$cache/kernels/$name-$pkg-$version
+	mkdir -p "$out" "$cache/kernels"
+	if [ -f "$dest/bzImage" ]; then
+		log "$name: cached ($dest)"
+	else
+		log "$name: downloading $pkg $version"
+		tmp=$(mktemp -d "$cache/kernels/.debian.XXXXXX")
+		# shellcheck disable=SC2064 # expand now: tmp is local
+		trap "rm -rf '$tmp'" EXIT
+		(cd "$tmp" && apt-get download -q -o APT::Sandbox::User=root "$pkg=$version" >download.log 2>&1) ||
+			die "$name: apt-get download $pkg=$version failed: $(tail -n 1 "$tmp/download.log")"
+		dpkg-deb -x "$tmp/"*.deb "$tmp/root"
+		kver=$(ls "$tmp/root/lib/modules")
+		depmod -b "$tmp/root" "$kver"
+		mkdir "$tmp/out"
+		cp "$tmp/root/boot/vmlinuz-$kver" "$tmp/out/bzImage"
+		cp "$tmp/root/boot/config-$kver" "$tmp/out/.config"
+		debian_modules "$tmp/root/lib/modules/$kver" "$tmp/stage"
+		(cd "$tmp/stage" && find . -mindepth 1 -printf '%P\0' | LC_ALL=C sort -z |
+			cpio --null -o -H newc --owner=0:0 --reproducible --quiet) >"$tmp/out/modules.cpio"
+		echo "$pkg $version" >"$tmp/out/package"
+		rm -rf "$dest"
+		mv "$tmp/out" "$dest"
+		log "$name: $(grep -c . "$tmp/stage/lib/modules/forksafe.load") module(s) for the guests"
+		rm -rf "$tmp"
+		trap - EXIT
+	fi
+	ln -sfn "$dest/bzImage" "$out/bzImage-$name"
+	ln -sfn "$dest/.config" "$out/config-$name"
+}
+
 # build NAME: NAME is a variant, with -6.12 at its end for 6.12.
 build() {
 	local name=$1 v=$1 key dest dir
+	case "$name" in debian*) debian_fetch "$name"; return ;; esac
 	case "$v" in *-6.12) v=${v%-6.12}; use_version 6.12 ;; *) use_version 6.1 ;; esac
 	case "$v" in patched | stock | kunit | debug | patched-bench | stock-bench | mutant-*) ;;
 	*) die "unknown variant '$name' (patched, stock, kunit, debug, patched-bench, stock-bench, mutant-NAME; -6.12 at the end for 6.12)" ;;

@@ -85,6 +85,14 @@ machine() {
 		echo "machine: --pcap needs --net" >&2
 		return 1
 	fi
+	# A distribution kernel's modules (kernel-patches/kernel.sh) ride in an
+	# archive of their own, appended to the initramfs.
+	local modules
+	modules=$(dirname "$(readlink -f "$kernel")")/modules.cpio
+	if [ -f "$modules" ]; then
+		MACHINE[initrd]=$RUN_DIR/initrd-$name.cpio
+		cat "$INITRAMFS" "$modules" >"${MACHINE[initrd]}"
+	fi
 	MACHINE[accel]=$(qemu_accel "$kernel")
 	# Counting instructions is TCG's.
 	if [ "${MACHINE[deterministic]}" = 1 ]; then

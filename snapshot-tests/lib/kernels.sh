@@ -11,8 +11,8 @@ test_kernels() {
 	if [ -n "${KERNEL:-}" ]; then echo custom; return; fi
 	for k in ${KERNELS:-patched stock}; do
 		case "$k" in
-		patched | stock | patched-6.12 | stock-6.12) ;;
-		*) die "KERNELS: no kernel named '$k' (patched, stock, patched-6.12, stock-6.12)" ;;
+		patched | stock | patched-6.12 | stock-6.12 | debian | debian-cloud | debian-cloud-6.12) ;;
+		*) die "KERNELS: no kernel named '$k' (patched, stock, patched-6.12, stock-6.12; Debian's own: debian, debian-cloud, debian-cloud-6.12)" ;;
 		esac
 	done
 	echo "${KERNELS:-patched stock}"
@@ -21,11 +21,12 @@ test_kernels() {
 # kernel_role NAME: what a kernel must show.  "stock" is the yardstick,
 # which must show the window somewhere (the positive control); every other
 # kernel, a custom KERNEL= included, must show none.
-kernel_role() { case "$1" in stock | stock-*) echo stock ;; *) echo patched ;; esac; }
+# Debian's own kernels (kernel.sh debian-*) carry no series: stock.
+kernel_role() { case "$1" in stock | stock-* | debian | debian-*) echo stock ;; *) echo patched ;; esac; }
 
 # The same test for jq: `select(.kernel | $STOCK_JQ)`.
 # shellcheck disable=SC2034 # for the drivers
-STOCK_JQ='test("^stock(-|$)")'
+STOCK_JQ='test("^(stock|debian)(-|$)")'
 
 kernel_path() {
 	case "$1" in

@@ -36,10 +36,16 @@ fork_logged() { [ "$(fork_lines "$1" "$2")" -gt 0 ]; }
 PREINIT_APPEND="forksafe.crng=nowait random.trust_cpu=off random.trust_bootloader=off${PREINIT_EXTRA:+ $PREINIT_EXTRA}"
 EARLY_BITS=136
 
-# The records per stream a SHAPE records after the snapshot.
+# The records per stream a SHAPE records after the snapshot, on KERNEL_NAME
+# if given.  Debian's kernels read the clock in the vDSO (TSC), where the
+# suite's builds go through the HPET, so a call with its record costs a
+# fraction: 60,000 were over before the snapshot stopped the guest.
+DEBIAN_RECORD_SCALE=5
 shape_records() {
+	local scale=1
+	case "${2:-}" in debian | debian-*) scale=$DEBIAN_RECORD_SCALE ;; esac
 	case "$1" in
-	getrandom-16 | insecure-16 | drbg-16 | drbg-checked-16 | uuid) echo "$FORK_BLOCKS" ;;
+	getrandom-16 | insecure-16 | drbg-16 | drbg-checked-16 | uuid) echo $((FORK_BLOCKS * scale)) ;;
 	# No system call: 500,000 calls/s under TCG, 60,000 would be over
 	# before the snapshot stops the guest.
 	vdso-16) echo $((FORK_BLOCKS * 10)) ;;
@@ -126,14 +132,14 @@ rng_original() {
 	local kname=$1 kernel=$2 method=$3 vcpus=$4 shape=$6 crng=$7 info records
 	local -a boot=()
 	snap_known "$method" || die "unknown method '$method' (known: $SNAP_METHODS)"
-	records=$(shape_records "$shape")
+	records=$(shape_records "$shape" "$kname")
 	[ "$crng" = ready ] || boot=(--append "$PREINIT_APPEND")
 	RNG_ORIG=$kname-$method-$vcpus RNG_TAG="$1 ${4}cpu $3 $6" RNG_ARGS=()
 	RNG_KERNEL=$kernel RNG_METHOD=$method RNG_VCPUS=$vcpus
 	progress "$RNG_TAG: booting the original"
 	snap_boot "$method" "$RNG_ORIG" "$kernel" "$vcpus" "$ROW_DIR" "${boot[@]}"
 	info=$(guest_call "$RNG_ORIG" info)
-	rng_require "$info"
+	rng_require "$info" "$kname"
 	RNG_GUID=$(agent_field guid <<<"$info")
 	rng_prepare "$RNG_ORIG" "$method" "$crng" "$info" "$shape"
 	guest_call "$RNG_ORIG" record start "$shape" "$records" >/dev/null
@@ -255,11 +261,19 @@ rng_prepare() {
 }
 
 # The guest must see its generation ID for the measurement to mean anything.
+# rng_require INFO KERNEL_NAME: a kernel of the suite's without the driver
+# is a broken build; a distribution's (debian-*) or an operator's (custom)
+# is measured as it is: it does not reseed on a fork at all.
 rng_require() {
-	local info=$1
+	local info=$1 kname=${2:-}
 	case "$(agent_field vmgenid_driver <<<"$info")" in
 	bound) ;;
-	unbound) die "the kernel has no vmgenid driver bound (CONFIG_VMGENID missing?)" ;;
+	unbound)
+		case "$kname" in
+		debian | debian-* | custom) progress "$kname: no vmgenid driver: this kernel never learns of a fork" ;;
+		*) die "the kernel has no vmgenid driver bound (CONFIG_VMGENID missing?)" ;;
+		esac
+		;;
 	*) die "the guest has no vmgenid device" ;;
 	esac
 	[ -n "$(agent_field guid <<<"$info")" ] ||

@@ -144,12 +144,12 @@ wg_snapshot() {
 	if [ "$traffic" = idle ]; then guest_call vm stream stop data >/dev/null; fi
 	sleep "$WG_SETTLE_S"
 	if [ -n "$shape" ]; then
-		rng_require "$(guest_call vm info)"
+		rng_require "$(guest_call vm info)" "$kname"
 		rng_prepare vm migrate-file ready "$(guest_call vm info)"
 	fi
 	# Nothing from before the snapshot may hide what the fork changes.
 	guest_call vm reseed >/dev/null
-	[ -z "$shape" ] || guest_call vm record start "$shape" "$(shape_records "$shape")" >/dev/null
+	[ -z "$shape" ] || guest_call vm record start "$shape" "$(shape_records "$shape" "$kname")" >/dev/null
 	progress "$tag: snapshot"
 	snap_save migrate-file vm "$dir/vm"
 	snap_save migrate-file peer "$dir/peer"

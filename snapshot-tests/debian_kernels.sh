@@ -1,0 +1,52 @@
+#!/bin/bash
+# Debian's own kernels, as operators run them: downloaded once
+# (kernel-patches/kernel.sh build debian-*), with the modules the guests
+# need loaded by the guest's init.  A migrate-file fork each, two
+# fresh-GUID clones, the reference and the control:
+#  - debian-cloud (linux-image-cloud-amd64, 6.1) is built without
+#    CONFIG_VIRT_DRIVERS: no vmgenid driver, so its clones never reseed
+#    and never part from the reference.  That whole window is certain:
+#    the positive control, which a blind detector would miss.
+#  - debian-cloud-6.12 (linux-image-6.12-cloud-amd64) has the driver
+#    built in: each clone reseeds once and parts from the reference, for
+#    getrandom() and for the vDSO's getrandom(); what a clone made before
+#    that is its window, a race whose size is reported, not asserted.
+# Every row's control stays identical to its reference.
+set -euo pipefail
+. "$(dirname "$0")/lib/ktap.sh"
+. "$(dirname "$0")/lib/measure.sh"
+qemu_setup
+
+for k in debian-cloud debian-cloud-6.12; do
+	progress "debian_kernels: $k"
+	"$FORKSAFE_ROOT/kernel-patches/kernel.sh" build "$k" >"$RUN_DIR/fetch-$k.log" 2>&1 ||
+		die "debian_kernels: cannot get $k: $(tail -n 1 "$RUN_DIR/fetch-$k.log")"
+done
+ROWS=()
+rng_rows "$RUN_DIR" 2 "debian-cloud debian-cloud-6.12" 1 migrate-file getrandom-16 ready
+rng_rows "$RUN_DIR" 2 debian-cloud-6.12 1 migrate-file vdso-16 ready
+t_plan $((${#ROWS[@]} * 4))
+rows_judge "${ROWS[@]}"
+# shellcheck disable=SC2034 # v and t_row read VERDICT
+for VERDICT in "${ROW_VERDICTS[@]}"; do
+	tag="$(v kernel) $(v shape)"
+	t_row "$tag: measured with an identical negative control" || {
+		t_fail "$tag: every clone sees a new GUID"
+		t_fail "$tag: reseeds"
+		t_fail "$tag: parts"
+		continue
+	}
+	t_eq "$tag: every clone sees a new GUID" "$(v guid_changed)" 2
+	t_diag "$tag: $(v verdict); at most $(v exposure_bytes_max) bytes, $(v exposure_us_max) us shared with the reference"
+	case "$(v kernel)" in
+	debian-cloud)
+		t_eq "$tag: no clone reseeds (no vmgenid driver)" "$(v reseeded_once)" 0
+		t_eq "$tag: no clone ever parts from the reference (positive control)" "$(v diverged)" 0
+		;;
+	*)
+		t_eq "$tag: every clone reseeds once" "$(v reseeded_once)" 2
+		t_eq "$tag: every clone parts from the reference" "$(v diverged)" 2
+		;;
+	esac
+done
+t_done
