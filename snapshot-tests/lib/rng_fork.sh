@@ -45,10 +45,10 @@ shape_records() {
 	local scale=1
 	case "${2:-}" in debian | debian-*) scale=$DEBIAN_RECORD_SCALE ;; esac
 	case "$1" in
-	getrandom-16 | insecure-16 | drbg-16 | drbg-checked-16 | uuid) echo $((FORK_BLOCKS * scale)) ;;
+	getrandom-16 | insecure-16 | uuid) echo $((FORK_BLOCKS * scale)) ;;
 	# No system call: 500,000 calls/s under TCG, 60,000 would be over
 	# before the snapshot stops the guest.
-	vdso-16) echo $((FORK_BLOCKS * 10)) ;;
+	vdso-16 | drbg-16 | drbg-checked-16) echo $((FORK_BLOCKS * 10)) ;;
 	getrandom-16MiB) echo 12288 ;; # 3 calls of 4096 pages
 	urandom-1MiB) echo 4096 ;;     # 16 calls of 256 pages
 	exec) echo 300 ;;
@@ -82,12 +82,12 @@ shape_kernels() {
 # own.  The original ages before it records, so that interval outlasts the
 # recording even on a loaded host (10 s: every 5 s) and, for in-process
 # loadvm, which does not rewind the guest clock, all the clones in a row.
-# LONG_SHAPES record for longer (the vDSO's 600,000 calls: 1.2 s on an idle
-# host, 4 s and more on a loaded one; three 16 MiB reads, which a reseed
-# between two would part) and age to LONG_UPTIME_S.
+# LONG_SHAPES record for longer (600,000 calls of the vDSO or a user-space
+# DRBG: 1.2 s on an idle host, 4 s and more on a loaded one; three 16 MiB
+# reads, which a reseed between two would part) and age to LONG_UPTIME_S.
 FORK_UPTIME_S=${FORK_UPTIME_S:-10}
 INPROC_UPTIME_S=${INPROC_UPTIME_S:-40}
-LONG_SHAPES="vdso-16 getrandom-16MiB" LONG_UPTIME_S=${LONG_UPTIME_S:-40}
+LONG_SHAPES="vdso-16 drbg-16 drbg-checked-16 getrandom-16MiB" LONG_UPTIME_S=${LONG_UPTIME_S:-40}
 RECORD_TIMEOUT=60  # a restored clone finishing its recording
 DUMP_TIMEOUT=300   # a dump of up to 64 vCPUs x 60000 blocks over virtio-serial
 
