@@ -135,7 +135,7 @@ rng_original() {
 	records=$(shape_records "$shape" "$kname")
 	[ "$crng" = ready ] || boot=(--append "$PREINIT_APPEND")
 	RNG_ORIG=$kname-$method-$vcpus RNG_TAG="$1 ${4}cpu $3 $6" RNG_ARGS=()
-	RNG_KERNEL=$kernel RNG_METHOD=$method RNG_VCPUS=$vcpus
+	RNG_KERNEL=$kernel RNG_METHOD=$method RNG_VCPUS=$vcpus RNG_CRNG=$crng
 	progress "$RNG_TAG: booting the original"
 	snap_boot "$method" "$RNG_ORIG" "$kernel" "$vcpus" "$ROW_DIR" "${boot[@]}"
 	info=$(guest_call "$RNG_ORIG" info)
@@ -170,15 +170,16 @@ rng_clone_start() {
 
 # rng_clone_finish CLONE NAME: collect the recording of CLONE, guest NAME.
 # A fresh clone's kernel logs its reseed from a work item, which a busy
-# vCPU may run after a short recording ended: its console is taken once
-# the line is there, or after FORK_LOG_TIMEOUT (a kernel that never
-# reseeds, whose count then says 0).
+# vCPU may run after a short recording ended: with the crng ready (before,
+# no kernel logs one), its console is taken once the line is there, or
+# after FORK_LOG_TIMEOUT (a kernel that never reseeds, whose count then
+# says 0).
 FORK_LOG_TIMEOUT=15
 rng_clone_finish() {
 	local clone=$1 name=$2 from
 	from=$(cat "$ROW_DIR/$clone.from")
-	case "$clone" in
-	ref | control) ;;
+	case "$clone:$RNG_CRNG" in
+	ref:* | control:* | *:empty | *:early) ;;
 	*) wait_until "$FORK_LOG_TIMEOUT" fork_logged "$name" "$from" || true ;;
 	esac
 	rng_collect "$name" "$ROW_DIR/$clone" "$from"
