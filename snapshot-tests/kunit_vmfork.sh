@@ -9,7 +9,8 @@
 #  - random_vmfork: a fork is counted once through every entry point, torn
 #    reads and the unregistered path included; output, batched values and
 #    long reads after a fork differ from what the old state gives; CPUs
-#    racing one fork count it once;
+#    racing one fork count it once; on 6.12, the word the vDSO compares
+#    gives the generation back for the ID the kernel reseeded for only;
 #  - wireguard_vmfork: the send path and the tx worker refuse exactly the
 #    keypairs from before a fork, sessions carry their handshake's
 #    generation, the fork notifier expires pre-fork state and asks for a
@@ -38,6 +39,11 @@ declare -A cases=(
 		wg_vmfork_test_session_stamp wg_vmfork_test_session_in_use
 		wg_vmfork_test_no_session wg_vmfork_test_rekeyed_since"
 )
+# The 6.12 series' vDSO check (0010) adds a case where the vDSO has getrandom().
+config=$(dirname "$(readlink -f "$kernel")")/.config
+if grep -qx 'CONFIG_VDSO_GETRANDOM=y' "$config" 2>/dev/null; then
+	cases[random_vmfork]+=" vmfork_test_vdso_check"
+fi
 t_plan $(($(wc -w <<<"${cases[*]}") + 2 + 3))
 
 # kunit_boot NAME [machine options]: boot until both suites have reported,
