@@ -13,6 +13,9 @@
 #    atomic-sleep, RCU-usage or debugobjects report, nor any other BUG or
 #    WARNING.
 
+# DEBUG_KERNEL=debug-6.12 runs the lane on the 6.12 series (make kernel-debug
+# LINUX=6.12), with a second fork run of the vDSO's getrandom() (patch 0010).
+#
 # The defaults of lib/rng_fork.sh and qemu.sh are enough: under TCG this kernel boots
 # to its agent in about 8 s with the default 256 MiB (KASAN's shadow and
 # lockdep's tables leave 160 MiB), and records the default FORK_BLOCKS.  A
@@ -23,12 +26,17 @@ set -euo pipefail
 . "$(dirname "$0")/lib/measure.sh"
 qemu_setup
 
-kname=debug
+kname=${DEBUG_KERNEL:-debug}
+case "$kname" in
+debug) shapes=getrandom-16 ;;
+debug-6.12) shapes="getrandom-16 vdso-16" ;;
+*) die "fork_debug: DEBUG_KERNEL=$kname: no such lane (debug, debug-6.12)" ;;
+esac
 kernel=$BUILD/bzImage-$kname
 method=migrate-file
 vcpus=2
 nclones=3
-[ -f "$kernel" ] || t_skip "no debug kernel at $kernel: run 'make kernel-debug'"
+[ -f "$kernel" ] || t_skip "no debug kernel at $kernel: run 'make kernel-debug' (LINUX=6.12 for debug-6.12)"
 
 # What lockdep, KASAN, DEBUG_ATOMIC_SLEEP, PROVE_RCU and debugobjects print,
 # and any other BUG, WARNING or oops.
@@ -96,27 +104,30 @@ else
 	while read -r line; do t_diag "$line"; done < <(grep -m 5 'not ok' <<<"$ktap" || true)
 fi
 
-# ---- the fork run -------------------------------------------------------------
-row=$RUN_DIR/$kname-$method-$vcpus.json
-tag="$kname ${vcpus}cpu $method"
+# ---- the fork runs ------------------------------------------------------------
 measured=0
-if rng_row "$kname" "$method" "$vcpus" "$nclones" "$row"; then
-	measured=1
-	t_ok "$tag: $nclones clones measured"
-else
-	t_fail "$tag: $nclones clones measured"
-fi
-rows_judge "$row"
-# shellcheck disable=SC2034 # v and t_row read VERDICT
-VERDICT=${ROW_VERDICTS[0]}
-if t_row "$tag: measured with an identical negative control"; then
-	t_eq "$tag: every clone sees a new GUID" "$(v guid_changed)" "$nclones"
-	t_eq "$tag: every clone diverges from the reference" "$(v diverged)" "$nclones"
-	t_eq "$tag: fork-safe" "$(v verdict) $(v exposure_max)" "fork-safe 0"
-fi
+for shape in $shapes; do
+	row=$RUN_DIR/$kname-$method-$vcpus-$shape.json
+	tag="$kname ${vcpus}cpu $method $shape"
+	if rng_row "$kname" "$method" "$vcpus" "$nclones" "$row" "$shape"; then
+		measured=$((measured + 1))
+		t_ok "$tag: $nclones clones measured"
+	else
+		t_fail "$tag: $nclones clones measured"
+	fi
+	rows_judge "$row"
+	# shellcheck disable=SC2034 # v and t_row read VERDICT
+	VERDICT=${ROW_VERDICTS[0]}
+	if t_row "$tag: measured with an identical negative control"; then
+		t_eq "$tag: every clone sees a new GUID" "$(v guid_changed)" "$nclones"
+		t_eq "$tag: every clone diverges from the reference" "$(v diverged)" "$nclones"
+		t_eq "$tag: fork-safe" "$(v verdict) $(v exposure_max)" "fork-safe 0"
+	fi
+done
 
 # ---- every console of the run ---------------------------------------------------
 scan_consoles
-# The boot guest, the original, the reference, the control and the clones.
-if [ "$measured" = 1 ]; then t_eq "every console scanned" "$scanned" "$((nclones + 4))"; fi
+# The boot guest; per run the original, the reference, the control and the clones.
+nshapes=$(wc -w <<<"$shapes")
+if [ "$measured" = "$nshapes" ]; then t_eq "every console scanned" "$scanned" "$((1 + nshapes * (nclones + 3)))"; fi
 t_done
