@@ -3,7 +3,11 @@
 #
 # The suite runs its own virtlogd and libvirtd (there is no systemd here),
 # as root on qemu:///system, and stops them, with every domain it defined,
-# when the shell that started them exits.  The domain XML below is
+# when the shell that started them exits.  With LIBVIRT_URI set it starts
+# none and uses the libvirtd there instead: an operator's, as long as the
+# paths of the domain (the kernel, the initramfs, the disks, the console
+# file and the agent's socket, all under the run's directory) mean the same
+# to it, as on this host through another socket.  The domain XML below is
 # libvirt's rendering of the machine described in machine.sh, as
 # machine_qemu_args is QEMU's.
 
@@ -32,6 +36,10 @@ LIBVIRTD_TIMEOUT=30 # start of libvirtd to its first answer
 libvirt_start() {
 	local d pid
 	[ -z "${LIBVIRT_PID[libvirtd]:-}" ] || return 0
+	if [ -n "${LIBVIRT_URI:-}" ]; then
+		libvirt_connect
+		return
+	fi
 	command -v libvirtd >/dev/null || die "libvirt: libvirtd not found: run 'make deps'"
 	getent passwd libvirt-qemu >/dev/null || die "libvirt: no libvirt-qemu user: run 'make deps'"
 	for d in libvirtd virtlogd; do
@@ -47,6 +55,21 @@ libvirt_start() {
 	if ! wait_until "$LIBVIRTD_TIMEOUT" libvirt_settled || not_running "${LIBVIRT_PID[libvirtd]}"; then
 		die "libvirt: libvirtd did not come up: $(tail -n 1 "$RUN_DIR/libvirt/libvirtd.log")"
 	fi
+	libvirt_forget_stale
+}
+
+# libvirt_connect: LIBVIRT_URI answers, or one line says why not (a bad
+# URI, a refused connection, no permission: virsh's own first line).
+LIBVIRT_CONNECTED=0
+libvirt_connect() {
+	local err=$RUN_DIR/virsh-connect.err
+	[ "$LIBVIRT_CONNECTED" = 0 ] || return 0
+	VIRSH=(virsh -q -c "$LIBVIRT_URI")
+	if ! timeout "$LIBVIRTD_TIMEOUT" "${VIRSH[@]}" version >/dev/null 2>"$err"; then
+		die "libvirt: cannot use LIBVIRT_URI=$LIBVIRT_URI: $(sed -n 's/^error: //p' "$err" | grep -m1 -v '^failed to connect to the hypervisor$' ||
+			echo "no answer in ${LIBVIRTD_TIMEOUT}s")"
+	fi
+	LIBVIRT_CONNECTED=1
 	libvirt_forget_stale
 }
 

@@ -15,22 +15,8 @@ qemu_setup
 
 kernel=$(kernel_path "$(test_kernels | cut -d' ' -f1)")
 
-# expect_fail DESCRIPTION PATTERN COMMAND...: fails and says PATTERN.  Run
-# in this shell, so any QEMU it starts is tracked; every step it takes has
-# its own timeout.
-expect_fail() {
-	local desc=$1 pattern=$2 out rc=0
-	shift 2
-	"$@" >/dev/null 2>"$RUN_DIR/expect.err" || rc=$?
-	out=$(cat "$RUN_DIR/expect.err")
-	t_diag "$desc: $(echo "$out" | tail -n 1)"
-	if [ "$rc" = 0 ] || ! grep -q -- "$pattern" <<<"$out"; then
-		t_fail "$desc (status $rc)"
-	else
-		t_ok "$desc"
-	fi
-}
-
+# expect_fail (lib/ktap.sh) runs in this shell, so any QEMU it starts is
+# tracked; every step it takes has its own timeout.
 expect_fail "QEMU that cannot start" "failed to start" \
 	guest_start bad "$kernel" --extra -no-such-option
 expect_fail "QMP socket that does not exist" "No such file" \

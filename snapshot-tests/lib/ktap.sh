@@ -68,3 +68,19 @@ t_done() {
 	fi
 	[ "$T_FAILED" -eq 0 ]
 }
+
+# expect_fail DESC PATTERN COMMAND...: COMMAND must fail, and its stderr
+# say PATTERN; its last line goes to a comment.  In the caller's shell, so
+# what COMMAND starts is tracked.  (RUN_DIR: qemu_setup's.)
+expect_fail() {
+	local desc=$1 pattern=$2 out rc=0
+	shift 2
+	"$@" >/dev/null 2>"$RUN_DIR/expect.err" || rc=$?
+	out=$(cat "$RUN_DIR/expect.err")
+	t_diag "$desc: $(echo "$out" | tail -n 1)"
+	if [ "$rc" = 0 ] || ! grep -q -- "$pattern" <<<"$out"; then
+		t_fail "$desc (status $rc)"
+	else
+		t_ok "$desc"
+	fi
+}
