@@ -39,8 +39,9 @@ EARLY_BITS=136
 # The records per stream a SHAPE records after the snapshot, on KERNEL_NAME
 # if given.  Debian's kernels read the clock in the vDSO (TSC), where the
 # suite's builds go through the HPET, so a call with its record costs a
-# fraction: 60,000 were over before the snapshot stopped the guest.
-DEBIAN_RECORD_SCALE=5
+# fraction: 60,000 calls, 5 times as many, and 16 reads of 1 MiB were over
+# before libvirt's or in-process snapshots stopped the guest.
+DEBIAN_RECORD_SCALE=10
 shape_records() {
 	local scale=1
 	case "${2:-}" in debian | debian-*) scale=$DEBIAN_RECORD_SCALE ;; esac
@@ -50,7 +51,7 @@ shape_records() {
 	# before the snapshot stops the guest.
 	vdso-16 | drbg-16 | drbg-checked-16) echo $((FORK_BLOCKS * 10)) ;;
 	getrandom-16MiB) echo 12288 ;; # 3 calls of 4096 pages
-	urandom-1MiB) echo 4096 ;;     # 16 calls of 256 pages
+	urandom-1MiB) echo $((4096 * scale)) ;; # 16 calls of 256 pages each
 	exec) echo 300 ;;
 	*) die "unknown shape '$1' (guest/protocol.h lists them)" ;;
 	esac
@@ -141,7 +142,7 @@ rng_original() {
 	info=$(guest_call "$RNG_ORIG" info)
 	rng_require "$info" "$kname"
 	RNG_GUID=$(agent_field guid <<<"$info")
-	rng_prepare "$RNG_ORIG" "$method" "$crng" "$info" "$shape"
+	rng_prepare "$RNG_ORIG" "$method" "$crng" "$info" "$(record_age "$shape" "$kname")"
 	guest_call "$RNG_ORIG" record start "$shape" "$records" >/dev/null
 	progress "$RNG_TAG: snapshot"
 	snap_save "$method" "$RNG_ORIG" "$ROW_DIR"
@@ -239,15 +240,24 @@ crowd_measure() {
 
 mem_available_kb() { awk '/^MemAvailable:/ { print $2 }' /proc/meminfo; }
 
-# rng_prepare NAME METHOD CRNG INFO [SHAPE]: bring the crng to the state
-# it must be in at the snapshot.  A ready crng reseeds every uptime/2 s in
-# the first two minutes: the original first ages past the recording of
-# SHAPE (in-process loadvm, which does not rewind the guest clock, past all
-# the clones).
+# record_age SHAPE KERNEL_NAME: the uptime in s the original ages to before
+# it records SHAPE: LONG_UPTIME_S for LONG_SHAPES and on Debian's kernels,
+# whose recordings are longer (shape_records), else FORK_UPTIME_S.
+record_age() {
+	case " $LONG_SHAPES :$2" in
+	*" $1 "* | *:debian | *:debian-*) echo "$LONG_UPTIME_S" ;;
+	*) echo "$FORK_UPTIME_S" ;;
+	esac
+}
+
+# rng_prepare NAME METHOD CRNG INFO [AGE]: bring the crng to the state it
+# must be in at the snapshot.  A ready crng reseeds every uptime/2 s in the
+# first two minutes: the original first ages to AGE s (record_age), past
+# the recording (in-process loadvm, which does not rewind the guest clock,
+# past all the clones).
 rng_prepare() {
-	local name=$1 method=$2 crng=$3 info=$4 shape=${5:-} age=$FORK_UPTIME_S wait_ms state
+	local name=$1 method=$2 crng=$3 info=$4 age=${5:-$FORK_UPTIME_S} wait_ms state
 	if [ "$crng" = ready ]; then
-		case " $LONG_SHAPES " in *" $shape "*) age=$LONG_UPTIME_S ;; esac
 		if snap_inproc "$method" && [ "$INPROC_UPTIME_S" -gt "$age" ]; then age=$INPROC_UPTIME_S; fi
 		wait_ms=$((age * 1000 - $(agent_field uptime_ms <<<"$info")))
 		if [ "$wait_ms" -gt 0 ]; then

@@ -145,7 +145,7 @@ wg_snapshot() {
 	sleep "$WG_SETTLE_S"
 	if [ -n "$shape" ]; then
 		rng_require "$(guest_call vm info)" "$kname"
-		rng_prepare vm migrate-file ready "$(guest_call vm info)"
+		rng_prepare vm migrate-file ready "$(guest_call vm info)" "$(record_age "$shape" "$kname")"
 	fi
 	# Nothing from before the snapshot may hide what the fork changes.
 	guest_call vm reseed >/dev/null
