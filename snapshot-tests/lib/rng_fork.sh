@@ -163,6 +163,9 @@ rng_clone_start() {
 	local clone=$1 g=auto
 	RNG_NAME=$(snap_clone_name "$RNG_METHOD" "$RNG_ORIG" "$clone-$RNG_ORIG")
 	case "$clone" in ref | control) g=$RNG_GUID ;; esac
+	# A clone in a QEMU of its own writes its console from the start, over
+	# what an earlier row's guest of the same name left there.
+	[ "$RNG_NAME" = "$RNG_ORIG" ] || rm -f "$(guest_dir "$RNG_NAME")/console.log"
 	stat -c %s "$(guest_dir "$RNG_NAME")/console.log" >"$ROW_DIR/$clone.from" 2>/dev/null ||
 		echo 0 >"$ROW_DIR/$clone.from"
 	progress "$RNG_TAG: restoring $clone"
