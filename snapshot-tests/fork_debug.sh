@@ -109,7 +109,9 @@ measured=0
 for shape in $shapes; do
 	row=$RUN_DIR/$kname-$method-$vcpus-$shape.json
 	tag="$kname ${vcpus}cpu $method $shape"
-	if rng_row "$kname" "$method" "$vcpus" "$nclones" "$row" "$shape"; then
+	# Each run's guests in a directory of their own: their names repeat.
+	mkdir -p "$RUN_DIR/$shape"
+	if RUN_DIR=$RUN_DIR/$shape rng_row "$kname" "$method" "$vcpus" "$nclones" "$row" "$shape"; then
 		measured=$((measured + 1))
 		t_ok "$tag: $nclones clones measured"
 	else
