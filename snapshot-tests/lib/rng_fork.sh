@@ -244,11 +244,13 @@ crowd_measure() {
 mem_available_kb() { awk '/^MemAvailable:/ { print $2 }' /proc/meminfo; }
 
 # record_age SHAPE KERNEL_NAME: the uptime in s the original ages to before
-# it records SHAPE: LONG_UPTIME_S for LONG_SHAPES and on Debian's kernels,
-# whose recordings are longer (shape_records), else FORK_UPTIME_S.
+# it records SHAPE: LONG_UPTIME_S for LONG_SHAPES, on Debian's kernels,
+# whose recordings are longer (shape_records), and on the debug builds,
+# whose are slower (lockdep and KASAN: on debug-6.12 a getrandom() control
+# at 10 s left its reference), else FORK_UPTIME_S.
 record_age() {
 	case " $LONG_SHAPES :$2" in
-	*" $1 "* | *:debian | *:debian-*) echo "$LONG_UPTIME_S" ;;
+	*" $1 "* | *:debian | *:debian-* | *:debug | *:debug-*) echo "$LONG_UPTIME_S" ;;
 	*) echo "$FORK_UPTIME_S" ;;
 	esac
 }
