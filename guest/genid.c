@@ -6,7 +6,8 @@
  * it the way QEMU's own vmgenid qtest does: scan the SSDTs for
  * "Name (VGIA, <dword>)", whose value the firmware patched to the guest
  * physical address of the blob, and map blob + 40 through /dev/mem.  That
- * needs CONFIG_DEVMEM without CONFIG_STRICT_DEVMEM, and the errors say so.
+ * needs CONFIG_DEVMEM; CONFIG_STRICT_DEVMEM refuses only System RAM, and the
+ * firmware puts the blob in reserved memory (Debian's kernels allow it).
  */
 #define _GNU_SOURCE
 #include <dirent.h>
