@@ -185,6 +185,23 @@ static long mem_available_kb(void)
 	return kb;
 }
 
+/* The command name of PID, "?" if unreadable: which init runs the guest. */
+static void reply_comm(const char *key, pid_t pid)
+{
+	char path[32], comm[32] = "?";
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	f = fopen(path, "r");
+	if (f) {
+		if (!fgets(comm, sizeof(comm), f))
+			strcpy(comm, "?");
+		comm[strcspn(comm, "\n")] = '\0';
+		fclose(f);
+	}
+	reply("%s=%s", key, comm);
+}
+
 static int cmd_info(const char *args)
 {
 	char err[256], guid[37];
@@ -205,6 +222,8 @@ static int cmd_info(const char *args)
 	reply("entropy_avail=%d", entropy_avail());
 	reply("crng_init=%s", crng_init());
 	reply("mem_available_kb=%ld", mem_available_kb());
+	reply_comm("init", 1);
+	reply_comm("parent", getppid());
 	live = genid_map(err, sizeof(err));
 	if (live) {
 		genid_read(live, g);
