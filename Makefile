@@ -22,6 +22,8 @@
 #   make kernel kernel-stock kernel-kunit kernel-debug kernel-bench   build (cached)
 #                     LINUX=6.12 for these six: Debian's linux-source-6.12 (else 6.1)
 #   make guest tools  the initramfs, the host tools;  make deps  Debian packages
+#   make agent-deb    the guest agent as a Debian package, for an operator's image
+#   make image        a Debian 12 image with systemd and the agent (KERNELS=debian-image)
 # Knobs for all: KERNELS="patched stock" (add patched-6.12 stock-6.12 for
 #   6.12; built as needed), KERNEL=/path/bzImage (that kernel alone), QEMU=,
 #   ACCEL=tcg|kvm (skip the KVM probe), KEEP_RUN_DIR=1 (keep guest logs),
@@ -41,10 +43,10 @@ DEBS := linux-source-6.1 linux-source-6.12 bc bison flex libelf-dev libssl-dev c
 	gcc make clang libclang-rt-14-dev \
 	qemu-system-x86 qemu-utils vde2 wireguard-tools busybox-static \
 	libvirt-daemon-system libvirt-clients libvirt-dev \
-	libjson-c-dev libpcap-dev jq shellcheck python3-ply python3-git chromium e2fsprogs kmod
+	libjson-c-dev libpcap-dev jq shellcheck python3-ply python3-git chromium e2fsprogs kmod mmdebstrap
 
 .PHONY: all help deps kernels kernel kernel-stock kernel-kunit kernel-debug kernel-bench kernel-tree refresh-patches \
-	checkpatch guest tools corpus check demo bench-rng bench-wg bench-vdso cold-clones storm crowd wg-scale mutants fuzz clean
+	checkpatch guest agent-deb image tools corpus check demo bench-rng bench-wg bench-vdso cold-clones storm crowd wg-scale mutants fuzz clean
 
 all: kernel kernel-stock guest tools
 
@@ -90,7 +92,10 @@ kernel-bench:
 KERNELS ?= patched stock
 export KERNELS
 kernels:
-	@for k in $(KERNELS); do kernel-patches/kernel.sh build "$$k" || exit 1; done
+	@for k in $(KERNELS); do \
+		if [ "$$k" = debian-image ]; then $(MAKE) --no-print-directory image; \
+		else kernel-patches/kernel.sh build "$$k"; fi || exit 1; \
+	done
 kernel-tree:
 	@kernel-patches/kernel.sh tree $(LINUX)
 refresh-patches:
@@ -136,6 +141,16 @@ $(BUILD)/seed-mutant-%/forksafe-seed: guest/mutants/%.patch guest/seed.c $(SEED_
 .SECONDARY: $(SEED_MUTANTS:%=$(BUILD)/seed-mutant-%/forksafe-seed)
 $(BUILD)/initramfs-seed-mutant-%.cpio: $(BUILD)/seed-mutant-%/forksafe-seed $(BUILD)/init $(GUEST_PROGRAMS) guest/build-initramfs.sh
 	guest/build-initramfs.sh $@ $(BUILD)/init $(BUILD)/forksafe-agent $< $(BUILD)/forksafe-cold
+
+# ---- a Debian guest image (cached outside the clone) ---------------------------
+# The agent as a Debian package (the agent and its systemd unit), and a
+# Debian 12 image with systemd that has it installed: KERNELS=debian-image.
+AGENT_DEB := $(BUILD)/forksafe-agent.deb
+agent-deb: $(AGENT_DEB)
+$(AGENT_DEB): $(BUILD)/forksafe-agent guest/build-deb.sh $(wildcard guest/deb/*)
+	guest/build-deb.sh $@ $<
+image: deps $(AGENT_DEB)
+	@guest/build-image.sh $(BUILD)/image $(AGENT_DEB)
 
 # ---- host tools ----------------------------------------------------------------
 # They include guest/protocol.h, what the agent and the host share.
@@ -214,7 +229,7 @@ fuzz: $(BUILD)/fuzz-dump $(BUILD)/fuzz-read-line $(BUILD)/fuzz-wg-detect corpus
 # ---- tests ---------------------------------------------------------------------
 # TESTS="boot_vmgenid ..." runs a subset; KERNEL=/path/bzImage tests one kernel.
 check: deps
-	@$(MAKE) --no-print-directory kernels kernel-debug guest tools
+	@$(MAKE) --no-print-directory kernels kernel-debug guest agent-deb tools
 	@snapshot-tests/run.sh
 
 # The main job: the full fork matrix for both kernels (METHODS=, VCPUS=,

@@ -135,6 +135,10 @@ libvirt_domain_xml() {
 		echo "libvirt: the domain XML has no network, capture, instruction counting or QEMU process options" >&2
 		return 1
 	fi
+	if [ -n "${MACHINE[root]}" ]; then
+		echo "libvirt: an image's guest (a root disk) runs under QEMU's methods only, not libvirt's yet" >&2
+		return 1
+	fi
 	case "${MACHINE[guid]}" in
 	none) ;;
 	auto) genid="<genid/>" ;;

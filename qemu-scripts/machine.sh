@@ -50,12 +50,18 @@ QEMU_PROCESS=() # options of the QEMU process rather than of the machine
 #                    talking to the guest), which --deterministic alone
 #                    does not hold constant
 #   --append "P..."  kernel parameters
+# KERNEL may be an image's kernel (guest/build-image.sh): beside it the
+# image's root.qcow2 and initrd.img.  The guest then boots the image's own
+# initramfs and systemd from a root disk of its own, $dir/root.qcow2 (a
+# virtio disk, /dev/vda): an overlay over the image, never written itself,
+# made at the first boot; a clone's is a copy of its original's
+# (snapshot.sh), the disk as it was when the RAM was saved.
 # and, for the QEMU process: --loadvm TAG, --incoming URI, --extra ARG.
 machine() {
 	local name=$1 kernel=$2
 	shift 2
 	MACHINE=([name]=$name [kernel]=$kernel [initrd]=$INITRAMFS [mem]=$GUEST_MEM [smp]=1
-		[guid]=auto [role]=agent [disk]="" [net]="" [pcap]="" [cpu]="" [rng]=0 [seed_disk]="" [deterministic]=0 [icount]="" [append]="" [rr]="")
+		[guid]=auto [role]=agent [disk]="" [net]="" [pcap]="" [cpu]="" [rng]=0 [seed_disk]="" [deterministic]=0 [icount]="" [append]="" [rr]="" [root]="")
 	QEMU_PROCESS=()
 	while [ $# -gt 0 ]; do
 		case "$1" in
@@ -93,6 +99,7 @@ machine() {
 		MACHINE[initrd]=$RUN_DIR/initrd-$name.cpio
 		cat "$INITRAMFS" "$modules" >"${MACHINE[initrd]}"
 	fi
+	machine_image || return 1
 	MACHINE[accel]=$(qemu_accel "$kernel")
 	# Counting instructions is TCG's.
 	if [ "${MACHINE[deterministic]}" = 1 ]; then
@@ -100,6 +107,24 @@ machine() {
 	fi
 	if [ -n "${MACHINE[icount]}" ]; then MACHINE[accel]=tcg; fi
 	MACHINE[cmdline]="console=ttyS0 panic=-1 forksafe.role=${MACHINE[role]}${MACHINE[append]:+ ${MACHINE[append]}}"
+	if [ -n "${MACHINE[root]}" ]; then MACHINE[cmdline]+=" root=/dev/vda rw"; fi
+}
+
+# An image's kernel: its initramfs, a root disk, the memory systemd wants.
+machine_image() {
+	local image root
+	image=$(dirname "$(readlink -f "${MACHINE[kernel]}")")
+	[ -f "$image/root.qcow2" ] || return 0
+	if [ -n "${MACHINE[seed_disk]}" ]; then
+		echo "machine: an image's guest takes no --seed-disk (its root is /dev/vda)" >&2
+		return 1
+	fi
+	root=$(guest_dir "${MACHINE[name]}")/root.qcow2
+	if [ ! -f "$root" ]; then
+		qemu-img create -q -f qcow2 -F qcow2 -b "$image/root.qcow2" "$root" || return 1
+	fi
+	MACHINE[root]=$root MACHINE[initrd]=$image/initrd.img
+	[ "${MACHINE[mem]}" -ge "$IMAGE_MEM" ] || MACHINE[mem]=$IMAGE_MEM
 }
 
 # The QEMU command line of the machine described last, in QEMU_ARGS.
@@ -132,6 +157,10 @@ machine_qemu_args() {
 	fi
 	if [ -n "${MACHINE[disk]}" ]; then
 		QEMU_ARGS+=(-drive "if=none,id=snapdisk,format=qcow2,cache=unsafe,file=${MACHINE[disk]}")
+	fi
+	if [ -n "${MACHINE[root]}" ]; then
+		QEMU_ARGS+=(-drive "if=none,id=root,format=qcow2,cache=unsafe,file=${MACHINE[root]}"
+			-device "virtio-blk-pci,drive=root$vio")
 	fi
 	if [ "${MACHINE[rng]}" = 1 ]; then
 		QEMU_ARGS+=(-device "virtio-rng-pci$vio")

@@ -16,6 +16,7 @@ INITRAMFS=${INITRAMFS:-$BUILD/initramfs.cpio}
 QMP_TOOL=$BUILD/qmp
 AGENT_TOOL=$BUILD/agent-call
 GUEST_MEM=${GUEST_MEM:-256}
+IMAGE_MEM=${IMAGE_MEM:-1024} # at least, for a systemd image (guest/build-image.sh)
 # The agent's port, from the header the agent is built with.
 AGENT_PORT=$(sed -n 's/^#define AGENT_PORT "\(.*\)"$/\1/p' "$FORKSAFE_ROOT/guest/protocol.h")
 

@@ -141,6 +141,7 @@ snap_restore() {
 		echo "qemu: $method takes no extra guest options ($*)" >&2
 		return 1
 	fi
+	snap_clone_root "$orig" "$clone" || return 1
 	case "$method" in
 	qcow2-newproc)
 		guest_start "$clone" "$kernel" --smp "$vcpus" --guid "$guid" \
@@ -184,6 +185,17 @@ snap_restore() {
 		virsh_do restore "$dir/vmstate.sav" "${alt[@]}" --running >/dev/null || return 1
 		;;
 	esac
+}
+
+# snap_clone_root ORIG CLONE: an image's guest (machine.sh) has a root disk;
+# a clone in a new QEMU starts from a copy of its original's, as it was
+# when the original stopped (qcow2-newproc: with the snapshot inside).
+snap_clone_root() {
+	local from to
+	from=$(guest_dir "$1")/root.qcow2 to=$(guest_dir "$2")/root.qcow2
+	[ -f "$from" ] && [ "$1" != "$2" ] || return 0
+	mkdir -p "$(dirname "$to")"
+	cp --sparse=always "$from" "$to"
 }
 
 # snap_end METHOD CLONE: a clone in its own QEMU is powered off.

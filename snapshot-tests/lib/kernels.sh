@@ -4,15 +4,16 @@
 # KERNEL=/path/bzImage tests that kernel alone, named "custom"; otherwise
 # the suite's own builds (kernel-patches/kernel.sh), by variant name:
 # KERNELS="patched stock" unless told otherwise (patched-6.12 stock-6.12
-# are the 6.12 builds).
+# are the 6.12 builds).  debian-image is the Debian 12 image of make image,
+# systemd and all, with its own kernel (Debian's generic 6.1).
 
 test_kernels() {
 	local k
 	if [ -n "${KERNEL:-}" ]; then echo custom; return; fi
 	for k in ${KERNELS:-patched stock}; do
 		case "$k" in
-		patched | stock | patched-6.12 | stock-6.12 | debian | debian-cloud | debian-cloud-6.12) ;;
-		*) die "KERNELS: no kernel named '$k' (patched, stock, patched-6.12, stock-6.12; Debian's own: debian, debian-cloud, debian-cloud-6.12)" ;;
+		patched | stock | patched-6.12 | stock-6.12 | debian | debian-cloud | debian-cloud-6.12 | debian-image) ;;
+		*) die "KERNELS: no kernel named '$k' (patched, stock, patched-6.12, stock-6.12; Debian's own: debian, debian-cloud, debian-cloud-6.12, debian-image)" ;;
 		esac
 	done
 	echo "${KERNELS:-patched stock}"
@@ -31,6 +32,7 @@ STOCK_JQ='test("^(stock|debian)(-|$)")'
 kernel_path() {
 	case "$1" in
 	custom) echo "$KERNEL" ;;
+	debian-image) echo "$BUILD/image/vmlinuz" ;;
 	*) echo "$BUILD/bzImage-$1" ;;
 	esac
 }
