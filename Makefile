@@ -25,7 +25,8 @@
 #   make agent-deb    the guest agent as a Debian package, for an operator's image
 #   make image        a Debian 12 image with systemd and the agent (KERNELS=debian-image)
 # Knobs for all: KERNELS="patched stock" (add patched-6.12 stock-6.12 for
-#   6.12; built as needed), KERNEL=/path/bzImage (that kernel alone), QEMU=,
+#   6.12; built as needed), KERNEL=/path/bzImage (that kernel alone),
+#   IMAGE=/path/golden.qcow2 (an operator's image alone, its own kernel), QEMU=,
 #   ACCEL=tcg|kvm (skip the KVM probe), KEEP_RUN_DIR=1 (keep guest logs),
 #   RESULTS=DIR, V=1 (full kernel build output), FORKSAFE_CACHE=DIR.
 # Each driver explains its options: snapshot-tests/drivers/NAME.sh --help.
@@ -43,7 +44,7 @@ DEBS := linux-source-6.1 linux-source-6.12 bc bison flex libelf-dev libssl-dev c
 	gcc make clang libclang-rt-14-dev \
 	qemu-system-x86 qemu-utils vde2 wireguard-tools busybox-static \
 	libvirt-daemon-system libvirt-clients libvirt-dev \
-	libjson-c-dev libpcap-dev jq shellcheck python3-ply python3-git chromium e2fsprogs kmod mmdebstrap
+	libjson-c-dev libpcap-dev jq shellcheck python3-ply python3-git chromium e2fsprogs kmod mmdebstrap fdisk
 
 .PHONY: all help deps kernels kernel kernel-stock kernel-kunit kernel-debug kernel-bench kernel-tree refresh-patches \
 	checkpatch guest agent-deb image tools corpus check demo bench-rng bench-wg bench-vdso cold-clones storm crowd wg-scale mutants fuzz clean
@@ -91,8 +92,9 @@ kernel-bench:
 # The kernels the operators' targets measure: each built (or found cached).
 KERNELS ?= patched stock
 export KERNELS
+# IMAGE= (an operator's image) brings its own kernel: nothing to build.
 kernels:
-	@for k in $(KERNELS); do \
+	@[ -z "$$IMAGE" ] || exit 0; for k in $(KERNELS); do \
 		if [ "$$k" = debian-image ]; then $(MAKE) --no-print-directory image; \
 		else kernel-patches/kernel.sh build "$$k"; fi || exit 1; \
 	done

@@ -50,18 +50,18 @@ QEMU_PROCESS=() # options of the QEMU process rather than of the machine
 #                    talking to the guest), which --deterministic alone
 #                    does not hold constant
 #   --append "P..."  kernel parameters
-# KERNEL may be an image's kernel (guest/build-image.sh): beside it the
-# image's root.qcow2 and initrd.img.  The guest then boots the image's own
-# initramfs and systemd from a root disk of its own, $dir/root.qcow2 (a
-# virtio disk, /dev/vda): an overlay over the image, never written itself,
-# made at the first boot; a clone's is a copy of its original's
-# (snapshot.sh), the disk as it was when the RAM was saved.
 # and, for the QEMU process: --loadvm TAG, --incoming URI, --extra ARG.
+# KERNEL may be an image's kernel (image.sh's image_import: beside it the
+# image as disk, its initrd.img and its root= spec).  The guest then boots
+# the image's own initramfs and init from a root disk of its own,
+# $dir/root.qcow2 (a virtio disk): an overlay over the image, which is
+# never written, made at the first boot; a clone's is a copy of its
+# original's (snapshot.sh), the disk as it was when the RAM was saved.
 machine() {
 	local name=$1 kernel=$2
 	shift 2
 	MACHINE=([name]=$name [kernel]=$kernel [initrd]=$INITRAMFS [mem]=$GUEST_MEM [smp]=1
-		[guid]=auto [role]=agent [disk]="" [net]="" [pcap]="" [cpu]="" [rng]=0 [seed_disk]="" [deterministic]=0 [icount]="" [append]="" [rr]="" [root]="")
+		[guid]=auto [role]=agent [disk]="" [net]="" [pcap]="" [cpu]="" [rng]=0 [seed_disk]="" [deterministic]=0 [icount]="" [append]="" [rr]="" [root]="" [root_spec]="")
 	QEMU_PROCESS=()
 	while [ $# -gt 0 ]; do
 		case "$1" in
@@ -107,23 +107,25 @@ machine() {
 	fi
 	if [ -n "${MACHINE[icount]}" ]; then MACHINE[accel]=tcg; fi
 	MACHINE[cmdline]="console=ttyS0 panic=-1 forksafe.role=${MACHINE[role]}${MACHINE[append]:+ ${MACHINE[append]}}"
-	if [ -n "${MACHINE[root]}" ]; then MACHINE[cmdline]+=" root=/dev/vda rw"; fi
+	# The agent's network commands name eth0.
+	if [ -n "${MACHINE[root]}" ]; then MACHINE[cmdline]+=" root=${MACHINE[root_spec]} rw net.ifnames=0"; fi
 }
 
 # An image's kernel: its initramfs, a root disk, the memory systemd wants.
 machine_image() {
 	local image root
 	image=$(dirname "$(readlink -f "${MACHINE[kernel]}")")
-	[ -f "$image/root.qcow2" ] || return 0
+	[ -f "$image/disk.format" ] || return 0
 	if [ -n "${MACHINE[seed_disk]}" ]; then
-		echo "machine: an image's guest takes no --seed-disk (its root is /dev/vda)" >&2
+		echo "machine: an image's guest takes no --seed-disk" >&2
 		return 1
 	fi
 	root=$(guest_dir "${MACHINE[name]}")/root.qcow2
 	if [ ! -f "$root" ]; then
-		qemu-img create -q -f qcow2 -F qcow2 -b "$image/root.qcow2" "$root" || return 1
+		qemu-img create -q -f qcow2 -F "$(cat "$image/disk.format")" -b "$(readlink -f "$image/disk")" "$root" ||
+			return 1
 	fi
-	MACHINE[root]=$root MACHINE[initrd]=$image/initrd.img
+	MACHINE[root]=$root MACHINE[initrd]=$image/initrd.img MACHINE[root_spec]=$(cat "$image/root")
 	[ "${MACHINE[mem]}" -ge "$IMAGE_MEM" ] || MACHINE[mem]=$IMAGE_MEM
 }
 

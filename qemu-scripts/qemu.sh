@@ -16,7 +16,7 @@ INITRAMFS=${INITRAMFS:-$BUILD/initramfs.cpio}
 QMP_TOOL=$BUILD/qmp
 AGENT_TOOL=$BUILD/agent-call
 GUEST_MEM=${GUEST_MEM:-256}
-IMAGE_MEM=${IMAGE_MEM:-1024} # at least, for a systemd image (guest/build-image.sh)
+IMAGE_MEM=${IMAGE_MEM:-1024} # at least, for a systemd image (image.sh)
 # The agent's port, from the header the agent is built with.
 AGENT_PORT=$(sed -n 's/^#define AGENT_PORT "\(.*\)"$/\1/p' "$FORKSAFE_ROOT/guest/protocol.h")
 
@@ -116,6 +116,8 @@ qemu_require() {
 
 # shellcheck source=machine.sh
 . "$FORKSAFE_ROOT/qemu-scripts/machine.sh"
+# shellcheck source=image.sh
+. "$FORKSAFE_ROOT/qemu-scripts/image.sh"
 
 # ---- the network --------------------------------------------------------------
 # switch_start NAME: a user-space Ethernet switch (vde2, no privileges) for

@@ -2,7 +2,9 @@
 # A real Debian 12 guest: the image of make image (guest/build-image.sh:
 # mmdebstrap, systemd as PID 1, Debian's generic 6.1 kernel and its own
 # initramfs, the agent installed from its Debian package as a systemd
-# service), cloned as an operator clones a golden image:
+# service), read as an operator's IMAGE= is (qemu-scripts/image.sh: the
+# kernel, initramfs and root= from inside the disk) and cloned as an
+# operator clones a golden image:
 #  - it boots to the agent under systemd: PID 1 is systemd and started the
 #    agent, the vmgenid driver is bound, and the agent's poweroff powers
 #    the VM off (the package works as an operator installs it);
@@ -20,6 +22,7 @@ qemu_setup
 progress "debian_image: the image (built once, then cached)"
 "$FORKSAFE_ROOT/guest/build-image.sh" "$BUILD/image" "$BUILD/forksafe-agent.deb" >"$RUN_DIR/image.log" 2>&1 ||
 	die "debian_image: no image: $(tail -n 1 "$RUN_DIR/image.log")"
+require_kernels debian_image debian-image
 kernel=$(kernel_path debian-image)
 # systemd under TCG: about 25 s to the agent here.
 export BOOT_TIMEOUT=300

@@ -1,15 +1,20 @@
 # shellcheck shell=bash
 # The kernels under test.  Sourced after qemu.sh; defines functions only.
 #
-# KERNEL=/path/bzImage tests that kernel alone, named "custom"; otherwise
+# KERNEL=/path/bzImage tests that kernel alone, named "custom";
+# IMAGE=/path/golden.qcow2 an operator's image alone, named "image", with
+# the kernel inside it (qemu-scripts/image.sh); otherwise
 # the suite's own builds (kernel-patches/kernel.sh), by variant name:
 # KERNELS="patched stock" unless told otherwise (patched-6.12 stock-6.12
 # are the 6.12 builds).  debian-image is the Debian 12 image of make image,
-# systemd and all, with its own kernel (Debian's generic 6.1).
+# systemd and all, with its own kernel (Debian's generic 6.1), read as an
+# IMAGE= is.
 
 test_kernels() {
 	local k
+	[ -z "${KERNEL:-}" ] || [ -z "${IMAGE:-}" ] || die "KERNEL= and IMAGE= both set: one or the other"
 	if [ -n "${KERNEL:-}" ]; then echo custom; return; fi
+	if [ -n "${IMAGE:-}" ]; then echo image; return; fi
 	for k in ${KERNELS:-patched stock}; do
 		case "$k" in
 		patched | stock | patched-6.12 | stock-6.12 | debian | debian-cloud | debian-cloud-6.12 | debian-image) ;;
@@ -32,16 +37,26 @@ STOCK_JQ='test("^(stock|debian)(-|$)")'
 kernel_path() {
 	case "$1" in
 	custom) echo "$KERNEL" ;;
-	debian-image) echo "$BUILD/image/vmlinuz" ;;
+	image | debian-image) echo "$(image_dir "$(image_path "$1")")/vmlinuz" ;;
 	*) echo "$BUILD/bzImage-$1" ;;
 	esac
 }
 
-# require_kernels WHO VARIANT...: each is built, or die naming the make target.
+image_path() { if [ "$1" = image ]; then echo "$IMAGE"; else echo "$BUILD/image/disk.qcow2"; fi; }
+
+# require_kernels WHO VARIANT...: each is built, or die naming the make
+# target; an image is imported (once), or die saying what it lacks.
 require_kernels() {
-	local who=$1 k
+	local who=$1 k err
 	shift
 	for k in "$@"; do
+		case "$k" in
+		image | debian-image)
+			err=$(image_import "$(image_path "$k")" 2>&1 >/dev/null) || die "$who: $err"
+			[ -z "$err" ] || progress "$who: $err"
+			continue
+			;;
+		esac
 		[ -f "$(kernel_path "$k")" ] ||
 			die "$who: kernel $(kernel_path "$k") not found (make kernel kernel-stock, or KERNEL=)"
 	done

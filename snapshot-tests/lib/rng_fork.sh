@@ -40,11 +40,12 @@ EARLY_BITS=136
 # if given.  Debian's kernels read the clock in the vDSO (TSC), where the
 # suite's builds go through the HPET, so a call with its record costs a
 # fraction: 60,000 calls, 5 times as many, and 16 reads of 1 MiB were over
-# before libvirt's or in-process snapshots stopped the guest.
+# before libvirt's or in-process snapshots stopped the guest.  An
+# operator's image (IMAGE=) runs a distribution kernel too.
 DEBIAN_RECORD_SCALE=10
 shape_records() {
 	local scale=1
-	case "${2:-}" in debian | debian-*) scale=$DEBIAN_RECORD_SCALE ;; esac
+	case "${2:-}" in debian | debian-* | image) scale=$DEBIAN_RECORD_SCALE ;; esac
 	case "$1" in
 	getrandom-16 | insecure-16 | uuid) echo $((FORK_BLOCKS * scale)) ;;
 	# No system call: 500,000 calls/s under TCG, 60,000 would be over
@@ -250,7 +251,7 @@ mem_available_kb() { awk '/^MemAvailable:/ { print $2 }' /proc/meminfo; }
 # at 10 s left its reference), else FORK_UPTIME_S.
 record_age() {
 	case " $LONG_SHAPES :$2" in
-	*" $1 "* | *:debian | *:debian-* | *:debug | *:debug-*) echo "$LONG_UPTIME_S" ;;
+	*" $1 "* | *:debian | *:debian-* | *:image | *:debug | *:debug-*) echo "$LONG_UPTIME_S" ;;
 	*) echo "$FORK_UPTIME_S" ;;
 	esac
 }
@@ -286,7 +287,7 @@ rng_require() {
 	bound) ;;
 	unbound)
 		case "$kname" in
-		debian | debian-* | custom) progress "$kname: no vmgenid driver: this kernel never learns of a fork" ;;
+		debian | debian-* | custom | image) progress "$kname: no vmgenid driver: this kernel never learns of a fork" ;;
 		*) die "the kernel has no vmgenid driver bound (CONFIG_VMGENID missing?)" ;;
 		esac
 		;;
