@@ -7,7 +7,7 @@
 # snapshot method, bad driver options (cold-clones' rows too), a driver
 # started on the results directory of one that runs, a failing
 # row inside the matrix, a guest without vmgenid, a seed disk that holds
-# no filesystem.
+# no filesystem, an operator's image that cannot be used.
 set -euo pipefail
 . "$(dirname "$0")/lib/ktap.sh"
 . "$(dirname "$0")/lib/measure.sh"
@@ -131,6 +131,53 @@ info=$(guest_call novmgenid info)
 expect_fail "guest without vmgenid refused by the measurement" "no vmgenid device" \
 	bash -c '. "$1"; rng_require "$2"' _ "$FORKSAFE_ROOT/snapshot-tests/lib/measure.sh" "$info"
 guest_stop novmgenid
+
+# An operator's image (IMAGE=, qemu-scripts/image.sh) is read without
+# booting it; one that cannot be used says in one line what it lacks.
+# Small ext4 images, each one thing short; imports cached in the run.
+image_fs() {
+	local tree=$RUN_DIR/tree-$1
+	shift
+	rm -rf "$tree"
+	mkdir -p "$tree/etc/systemd/system/multi-user.target.wants" "$tree/boot" "$tree/usr/sbin" "$tree/lib/systemd/system"
+	echo 'LABEL=root / ext4 rw 0 1' >"$tree/etc/fstab"
+	echo kernel >"$tree/boot/vmlinuz-9.9.9"
+	echo initramfs >"$tree/boot/initrd.img-9.9.9"
+	for part in "$@"; do
+		case "$part" in
+		agent) cp "$BUILD/forksafe-agent" "$tree/usr/sbin/" ;;
+		unit)
+			cp "$FORKSAFE_ROOT/guest/deb/forksafe-agent.service" "$tree/lib/systemd/system/"
+			ln -s /lib/systemd/system/forksafe-agent.service "$tree/etc/systemd/system/multi-user.target.wants/"
+			;;
+		*) echo "$part" >>"$tree/boot/config-9.9.9" ;;
+		esac
+	done
+	mke2fs -q -t ext4 -d "$tree" "$tree.raw" 16M >/dev/null
+	echo "$tree.raw"
+}
+import() { FORKSAFE_CACHE=$RUN_DIR/cache image_import "$@"; }
+qemu-img create -q -f vmdk "$RUN_DIR/golden.vmdk" 1M
+truncate -s 8M "$RUN_DIR/blank.raw"
+expect_fail "an image that is not there" "image: cannot read" import "$RUN_DIR/nothing.qcow2"
+expect_fail "an image in a format other than qcow2 or raw" "is vmdk, not qcow2 or raw" import "$RUN_DIR/golden.vmdk"
+expect_fail "an image without an ext4 root" "no ext4 root filesystem" import "$RUN_DIR/blank.raw"
+expect_fail "an image without the agent" "no forksafe agent: install build/forksafe-agent.deb" \
+	import "$(image_fs no-agent CONFIG_VIRTIO_CONSOLE=y CONFIG_VIRTIO_BLK=y)"
+expect_fail "an image whose agent's service is not enabled" "its service is not enabled" \
+	import "$(image_fs no-unit agent CONFIG_VIRTIO_CONSOLE=y CONFIG_VIRTIO_BLK=y)"
+expect_fail "an image whose kernel has no virtio-serial" "no virtio-serial (CONFIG_VIRTIO_CONSOLE)" \
+	import "$(image_fs no-console agent unit CONFIG_VIRTIO_BLK=y CONFIG_VMGENID=y)"
+# The positive control: the same checks let a usable image through, and a
+# kernel without the vmgenid driver is a finding, not a refusal.
+usable=$(image_fs no-vmgenid agent unit CONFIG_VIRTIO_CONSOLE=m CONFIG_VIRTIO_BLK=m)
+if dir=$(import "$usable" 2>"$RUN_DIR/usable.err"); then
+	t_eq "an image without the vmgenid driver is read, and said to have none" \
+		"$(cat "$dir/root") $(grep vmgenid_driver "$dir/report") $(grep -c 'never learns of a fork' "$RUN_DIR/usable.err")" \
+		"LABEL=root vmgenid_driver=none 1"
+else
+	t_fail "an image without the vmgenid driver is read: $(tail -n 1 "$RUN_DIR/usable.err")"
+fi
 
 left=""
 for name in bad paused clone; do if guest_running "$name"; then left+=" $name"; fi; done
