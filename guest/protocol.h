@@ -48,6 +48,14 @@
  *   urandom-1MiB     the same with read() of /dev/urandom, 1 MiB at a time
  *   uuid             as getrandom-16, each call a read of
  *                    /proc/sys/kernel/random/uuid; UNIT 16
+ *   openssl-public-16, openssl-private-16, python-mt-16,
+ *   python-secrets-16, arc4random-16, libuuid-16
+ *                    one thread; each record 16 bytes that a python3
+ *                    process of the guest's (an image's) drew from that
+ *                    library (libcrypto's RAND_bytes, RAND_priv_bytes,
+ *                    Python's random, secrets, glibc's arc4random_buf,
+ *                    libuuid's uuid_generate_random), lock-step, the
+ *                    process started with the recording; UNIT 16
  *   exec             one process per vCPU exec'ing a program again and
  *                    again (a chain, no fork): stream 2 * CPU its
  *                    AT_RANDOM, 2 * CPU + 1 its stack and mmap bases;

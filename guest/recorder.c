@@ -30,6 +30,8 @@
  *	the /dev/vmgenid mapping before each output and reseeds on a change.
  *   uuid: as getrandom-16, each call a read of
  *	/proc/sys/kernel/random/uuid (the kernel's get_random_bytes()).
+ *   openssl-public-16 ... libuuid-16: one thread, each call 16 bytes from
+ *	a library, drawn by a python3 process of the guest's in lock-step.
  *   exec: one process per CPU execs this binary again and again, each
  *	program recording its AT_RANDOM (stream 2 * CPU) and its stack and
  *	mmap bases (2 * CPU + 1); the ID is read before each execve().
@@ -40,6 +42,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -52,6 +55,7 @@
 #include <sys/auxv.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -348,6 +352,99 @@ static void run_uuid(struct worker *w)
 	short_calls(w, &c);
 	close(c.fd);
 }
+
+/* ---- openssl-*, python-*, arc4random, libuuid: a library's RNG in user space - */
+
+/*
+ * What a program draws through a library keeps that library's state, which
+ * a fork copies too.  A process of the guest's own python3 (an image's: the
+ * initramfs has none) draws from one library per request, lock-step over a
+ * socket: the agent reads the ID, asks for one output of 16 bytes and
+ * records it, so a record marked changed was made after the ID changed.
+ * The process runs across the fork, as a long-lived service's would.
+ * OpenSSL through libcrypto's RAND_bytes() and RAND_priv_bytes() (its
+ * public and private DRBGs, which reseed on their own schedule), Python's
+ * random (a Mersenne Twister seeded once) and secrets, glibc's
+ * arc4random_buf(), libuuid's uuid_generate_random().
+ */
+#define PYTHON "/usr/bin/python3"
+
+static const char library_py[] =
+	"import ctypes, sys\n"
+	"b = ctypes.create_string_buffer(16)\n"
+	"def lib(name, fn):\n"
+	"    f = getattr(ctypes.CDLL(name), fn)\n"
+	"    return lambda: (f(b, 16), b.raw)[1]\n"
+	"s = sys.argv[1]\n"
+	"if s == 'openssl-public-16': f = lib('libcrypto.so.3', 'RAND_bytes')\n"
+	"elif s == 'openssl-private-16': f = lib('libcrypto.so.3', 'RAND_priv_bytes')\n"
+	"elif s == 'arc4random-16': f = lib(None, 'arc4random_buf')\n"
+	"elif s == 'libuuid-16':\n"
+	"    g = ctypes.CDLL('libuuid.so.1').uuid_generate_random\n"
+	"    f = lambda: (g(b), b.raw)[1]\n"
+	"elif s == 'python-mt-16':\n"
+	"    import random\n"
+	"    f = lambda: random.getrandbits(128).to_bytes(16, 'little')\n"
+	"elif s == 'python-secrets-16':\n"
+	"    import secrets\n"
+	"    f = lambda: secrets.token_bytes(16)\n"
+	"else: sys.exit('unknown library ' + s)\n"
+	"i, o = sys.stdin.buffer.raw, sys.stdout.buffer.raw\n"
+	"while i.read(1): o.write(f())\n";
+
+static ssize_t draw_library(const struct short_call *c, char *out, size_t len)
+{
+	size_t got = 0;
+	ssize_t n;
+
+	if (send(c->fd, "", 1, MSG_NOSIGNAL) != 1)
+		return -1;
+	while (got < len) {
+		n = recv(c->fd, out + got, len - got, 0);
+		if (n <= 0)
+			return n < 0 ? -1 : (ssize_t)got;
+		got += n;
+	}
+	return (ssize_t)got;
+}
+
+/* The shape's name says which library. */
+static void run_library(struct worker *w)
+{
+	const char *library = shape->name;
+	struct short_call c = { library, draw_library, RNG_BLOCK_BYTES, 0, -1, NULL };
+	char *argv[] = { PYTHON, "-c", (char *)library_py, (char *)library, NULL };
+	posix_spawn_file_actions_t fa;
+	int sv[2], status, err;
+	pid_t pid;
+
+	if (access(PYTHON, X_OK)) {
+		fail(ENOENT, "%s: no " PYTHON " in this guest (the library shapes run in an image)", library);
+		return;
+	}
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv)) {
+		fail(errno, "socketpair: %s", strerror(errno));
+		return;
+	}
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, sv[1], 0);
+	posix_spawn_file_actions_adddup2(&fa, sv[1], 1);
+	err = posix_spawn(&pid, PYTHON, &fa, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	close(sv[1]);
+	if (err) {
+		close(sv[0]);
+		fail(err, "%s: cannot start " PYTHON ": %s", library, strerror(err));
+		return;
+	}
+	c.fd = sv[0];
+	short_calls(w, &c);
+	/* End of input ends the process. */
+	close(sv[0]);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+}
+
 
 /* ---- getrandom-16MiB, urandom-1MiB: long reads, a record per page ------------ */
 
@@ -791,6 +888,12 @@ static const struct shape shapes[] = {
 	{ "urandom-1MiB", RNG_PAGE_BYTES, 0, 1, run_urandom_1mib },
 	{ "uuid", RNG_BLOCK_BYTES, 1, 1, run_uuid },
 	{ "exec", RNG_BLOCK_BYTES, 1, 2, run_exec },
+	{ "openssl-public-16", RNG_BLOCK_BYTES, 0, 1, run_library },
+	{ "openssl-private-16", RNG_BLOCK_BYTES, 0, 1, run_library },
+	{ "python-mt-16", RNG_BLOCK_BYTES, 0, 1, run_library },
+	{ "python-secrets-16", RNG_BLOCK_BYTES, 0, 1, run_library },
+	{ "arc4random-16", RNG_BLOCK_BYTES, 0, 1, run_library },
+	{ "libuuid-16", RNG_BLOCK_BYTES, 0, 1, run_library },
 };
 
 static const struct shape *shape_find(const char *name)

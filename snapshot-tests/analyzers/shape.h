@@ -29,9 +29,12 @@
  * the recorder marks it changed when it first sees it: one page.
  *
  * user_state: the output comes from state kept in user space that nothing
- * checks against the fork signal (drbg-16, a DRBG seeded once): every
- * kernel shows its window, so its rows do not count towards a kernel's
- * verdict and are summed up apart, as what only user space can fix.
+ * checks against the fork signal (drbg-16, a DRBG seeded once; OpenSSL's
+ * DRBGs and Python's Mersenne Twister): every kernel shows its window, so
+ * its rows do not count towards a kernel's verdict and are summed up
+ * apart, as what only user space can fix.  The libraries that ask the
+ * kernel for every output (Python's secrets, glibc's arc4random, libuuid)
+ * are the kernel's to judge, like getrandom-16.
  */
 struct shape {
 	const char *name;
@@ -51,9 +54,16 @@ static const struct shape shapes[] = {
 	{ "exec", RNG_BLOCK_BYTES, 150, 0, 0 },
 	{ "getrandom-16MiB", RNG_PAGE_BYTES, 1024, 1, 0 },
 	{ "urandom-1MiB", RNG_PAGE_BYTES, 1024, 1, 0 },
+	{ "openssl-public-16", RNG_BLOCK_BYTES, 10000, 0, 1 },
+	{ "openssl-private-16", RNG_BLOCK_BYTES, 10000, 0, 1 },
+	{ "python-mt-16", RNG_BLOCK_BYTES, 10000, 0, 1 },
+	{ "python-secrets-16", RNG_BLOCK_BYTES, 10000, 0, 0 },
+	{ "arc4random-16", RNG_BLOCK_BYTES, 10000, 0, 0 },
+	{ "libuuid-16", RNG_BLOCK_BYTES, 10000, 0, 0 },
 };
 
-#define SHAPE_NAMES "getrandom-16, insecure-16, vdso-16, drbg-16, drbg-checked-16, uuid, exec, getrandom-16MiB, urandom-1MiB"
+#define SHAPE_NAMES "getrandom-16, insecure-16, vdso-16, drbg-16, drbg-checked-16, uuid, exec, getrandom-16MiB, " \
+	"urandom-1MiB, openssl-public-16, openssl-private-16, python-mt-16, python-secrets-16, arc4random-16, libuuid-16"
 
 static inline const struct shape *shape_find(const char *name)
 {

@@ -12,8 +12,11 @@
 # --methods and --vcpus apply to getrandom() loops (getrandom-16); the
 # other consumer shapes (--shapes, default all: long reads, uuid reads,
 # exec'd programs, reads before the crng is ready in CRNG_EMPTY and
-# CRNG_EARLY, the vDSO's getrandom() on 6.12 kernels, and a user-space
-# DRBG without and, on patched kernels, with the /dev/vmgenid check) run
+# CRNG_EARLY, the vDSO's getrandom() on 6.12 kernels, a user-space
+# DRBG without and, on patched kernels, with the /dev/vmgenid check, and
+# in an image the libraries a long-lived process draws from: OpenSSL's
+# public and private DRBGs, Python's random and secrets, glibc's
+# arc4random, libuuid) run
 # on migrate-file, each as SHAPE[/CRNG][@VCPUS] (crng ready and 1 vCPU
 # unless said).  uuid and exec run at 2 vCPUs: at 1, the
 # stock kernel's notification work here mostly runs before the next call
@@ -24,7 +27,8 @@
 # A row per kernel forks a busy VM (lib/wg_fork.sh, load_row: getrandom()
 # on both vCPUs and WireGuard traffic across the fork).
 #
-# KERNEL=/path/bzImage measures that kernel alone.  Progress goes to
+# KERNEL=/path/bzImage measures that kernel alone, IMAGE=/path/golden.qcow2
+# that image alone.  Progress goes to
 # stderr; the tables to stdout and DIR/matrix.md, the rows with their
 # verdicts to DIR/matrix.json.  A row that fails is an error row with its
 # reason, and the others still run.  The run ends with one verdict line per
@@ -40,7 +44,8 @@ methods=$SNAP_METHODS
 vcpus_list="1 2"
 nclones=4
 shapes="getrandom-16MiB urandom-1MiB uuid@2 exec@2 exec/early insecure-16/empty insecure-16/early
-	vdso-16 drbg-16 drbg-checked-16"
+	vdso-16 drbg-16 drbg-checked-16 openssl-public-16 openssl-private-16 python-mt-16
+	python-secrets-16 arc4random-16 libuuid-16"
 out=${RESULTS:-$FORKSAFE_ROOT/results}
 opts_parse fork-matrix --kernels=kernels --methods=methods --vcpus=vcpus_list \
 	--clones=nclones --shapes=shapes --out=out -- "$@"

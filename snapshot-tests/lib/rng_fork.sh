@@ -54,19 +54,33 @@ shape_records() {
 	getrandom-16MiB) echo 12288 ;; # 3 calls of 4096 pages
 	urandom-1MiB) echo $((4096 * scale)) ;; # 16 calls of 256 pages each
 	exec) echo 300 ;;
+	# A python3 process answers each call, 4,000 a second here: past 65,536,
+	# OpenSSL's reseed interval for its public and private DRBGs.
+	openssl-public-16 | openssl-private-16 | python-mt-16 | python-secrets-16 | arc4random-16 | libuuid-16)
+		echo 70000 ;;
 	*) die "unknown shape '$1' (guest/protocol.h lists them)" ;;
 	esac
 }
+# The shapes that draw through a library in user space (guest/recorder.c).
+library_shape() {
+	case "$1" in openssl-public-16 | openssl-private-16 | python-mt-16 | python-secrets-16 | arc4random-16 | libuuid-16) ;; *) return 1 ;; esac
+}
+
 # shape_kernels SHAPE KERNEL...: those of the kernels that have what SHAPE
 # uses; why the others do not on stderr, one line.  vdso-16 needs the
-# vDSO's getrandom() (Linux 6.11+: the -6.12 builds, or a KERNEL= of the
-# operator's, who knows), drbg-checked-16 the series' /dev/vmgenid.
+# vDSO's getrandom() (Linux 6.11+: the -6.12 builds, or a KERNEL= or
+# IMAGE= of the operator's, who knows), drbg-checked-16 the series'
+# /dev/vmgenid, the library shapes an image's python3 and libraries.
 shape_kernels() {
 	local shape=$1 k fits=() left=()
 	shift
 	for k in "$@"; do
+		if library_shape "$shape"; then
+			case "$k" in image | debian-image) fits+=("$k") ;; *) left+=("$k") ;; esac
+			continue
+		fi
 		case "$shape" in
-		vdso-16) case "$k" in *-6.12 | custom) fits+=("$k") ;; *) left+=("$k") ;; esac ;;
+		vdso-16) case "$k" in *-6.12 | custom | image) fits+=("$k") ;; *) left+=("$k") ;; esac ;;
 		drbg-checked-16) if [ "$(kernel_role "$k")" = patched ]; then fits+=("$k"); else left+=("$k"); fi ;;
 		*) fits+=("$k") ;;
 		esac
@@ -74,7 +88,8 @@ shape_kernels() {
 	if [ ${#left[@]} -gt 0 ]; then
 		case "$shape" in
 		vdso-16) progress "$shape: not on ${left[*]} (no vDSO getrandom() before Linux 6.11)" ;;
-		*) progress "$shape: not on ${left[*]} (no /dev/vmgenid without the series)" ;;
+		drbg-checked-16) progress "$shape: not on ${left[*]} (no /dev/vmgenid without the series)" ;;
+		*) progress "$shape: not on ${left[*]} (the libraries and python3 are in an image: KERNELS=debian-image, IMAGE=)" ;;
 		esac
 	fi
 	echo "${fits[*]}"
