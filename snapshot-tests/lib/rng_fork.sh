@@ -103,6 +103,9 @@ shape_kernels() {
 # DRBG: 1.2 s on an idle host, 4 s and more on a loaded one; three 16 MiB
 # reads, which a reseed between two would part) and age to LONG_UPTIME_S.
 FORK_UPTIME_S=${FORK_UPTIME_S:-10}
+# The library shapes record for 20 s and more (a python3 process answers
+# each call): at 80 s of uptime the kernel's next timed reseed is 40 s out.
+LIBRARY_UPTIME_S=${LIBRARY_UPTIME_S:-80}
 INPROC_UPTIME_S=${INPROC_UPTIME_S:-40}
 LONG_SHAPES="vdso-16 drbg-16 drbg-checked-16 getrandom-16MiB" LONG_UPTIME_S=${LONG_UPTIME_S:-40}
 RECORD_TIMEOUT=60  # a restored clone finishing its recording
@@ -265,6 +268,7 @@ mem_available_kb() { awk '/^MemAvailable:/ { print $2 }' /proc/meminfo; }
 # whose are slower (lockdep and KASAN: on debug-6.12 a getrandom() control
 # at 10 s left its reference), else FORK_UPTIME_S.
 record_age() {
+	if library_shape "$1"; then echo "$LIBRARY_UPTIME_S"; return; fi
 	case " $LONG_SHAPES :$2" in
 	*" $1 "* | *:debian | *:debian-* | *:image | *:debug | *:debug-*) echo "$LONG_UPTIME_S" ;;
 	*) echo "$FORK_UPTIME_S" ;;
