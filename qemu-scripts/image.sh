@@ -11,19 +11,22 @@
 # missing.  The result is cached by the image's path, size and time:
 #   disk         a symlink to the image;  disk.format  qcow2 or raw
 #   vmlinuz, initrd.img, root (root=), kver, report (what was found)
+#   root-native  root= for a kernel without an initramfs (image_with_kernel)
 # Guests run on overlays over disk (machine.sh): the image is only read.
 # The bootloader is not used, so its kernel parameters are not applied.
 
-# image_dir IMAGE: where IMAGE's import is kept.
+# image_dir IMAGE: where IMAGE's import is kept: by the image's path, size
+# and time, and by this file (a change to the import imports again).
 image_dir() {
 	local real
 	real=$(readlink -f "$1")
-	echo "${FORKSAFE_CACHE:-/var/cache/forksafe}/imports/$(stat -L -c '%n %s %Y' "$real" | sha256sum | cut -c1-16)"
+	echo "${FORKSAFE_CACHE:-/var/cache/forksafe}/imports/$({ stat -L -c '%n %s %Y' "$real"; cat "${BASH_SOURCE[0]}"; } |
+		sha256sum | cut -c1-16)"
 }
 
 # image_import IMAGE: import IMAGE (once); its directory on stdout.
 image_import() {
-	local image=$1 dir tmp fmt info view off found="" kver
+	local image=$1 dir tmp fmt info view off uuid found="" kver
 	if [ ! -f "$image" ] || [ ! -r "$image" ]; then echo "image: cannot read $image" >&2; return 1; fi
 	dir=$(image_dir "$image")
 	if [ -f "$dir/vmlinuz" ]; then echo "$dir"; return 0; fi
@@ -43,10 +46,15 @@ image_import() {
 		qemu-img convert -O raw "$image" "$view" 2>"$tmp/convert.err" ||
 			{ rm -rf "$tmp"; echo "image: cannot read $image: $(tail -n 1 "$tmp/convert.err" 2>/dev/null)" >&2; return 1; }
 	fi
-	# Partitions first (a cloud image's root is one), then the whole disk.
-	for off in $(partx -g -b -o START "$view" 2>/dev/null | awk '{ print $1 * 512 }') 0; do
-		if image_get "$view" "$off" /etc/fstab "$tmp/fstab"; then found=$off; break; fi
-	done
+	# Partitions first (a cloud image's root is one), then the whole disk;
+	# root-native is root= for a kernel without an initramfs.
+	while read -r off uuid; do
+		if image_get "$view" "$off" /etc/fstab "$tmp/fstab"; then
+			found=$off
+			if [ "$off" = 0 ]; then echo /dev/vda; else echo "PARTUUID=$uuid"; fi >"$tmp/root-native"
+			break
+		fi
+	done < <(partx -g -o START,UUID "$view" 2>/dev/null | awk '{ print $1 * 512, $2 }'; echo 0 -)
 	if [ -z "$found" ]; then
 		rm -rf "$tmp"
 		echo "image: $image has no ext4 root filesystem with /etc/fstab (only ext2/3/4 roots are read)" >&2
@@ -60,6 +68,19 @@ image_import() {
 	echo "$fmt" >"$tmp/disk.format"
 	rm -rf "$dir"
 	mv "$tmp" "$dir"
+	echo "$dir"
+}
+
+# image_with_kernel IMPORT KERNEL NAME: IMPORT's disk booted with KERNEL
+# (one of the suite's, which has what it needs built in: no initramfs)
+# instead of its own; its directory, IMPORT+NAME, on stdout.
+image_with_kernel() {
+	local import=$1 kernel=$2 dir=$1+$3
+	mkdir -p "$dir"
+	ln -sfn "$(readlink -f "$import/disk")" "$dir/disk"
+	ln -sfn "$(readlink -f "$kernel")" "$dir/vmlinuz"
+	cp "$import/disk.format" "$dir/disk.format"
+	cp "$import/root-native" "$dir/root"
 	echo "$dir"
 }
 
