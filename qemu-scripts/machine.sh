@@ -114,7 +114,8 @@ machine() {
 # An image's kernel: its initramfs, a root disk, the memory systemd wants.
 machine_image() {
 	local image root
-	image=$(dirname "$(readlink -f "${MACHINE[kernel]}")")
+	# The kernel's own directory: patched@debian-image's vmlinuz is a link.
+	image=$(dirname "${MACHINE[kernel]}")
 	[ -f "$image/disk.format" ] || return 0
 	if [ -n "${MACHINE[seed_disk]}" ]; then
 		echo "machine: an image's guest takes no --seed-disk" >&2
@@ -125,7 +126,9 @@ machine_image() {
 		qemu-img create -q -f qcow2 -F "$(cat "$image/disk.format")" -b "$(readlink -f "$image/disk")" "$root" ||
 			return 1
 	fi
-	MACHINE[root]=$root MACHINE[initrd]=$image/initrd.img MACHINE[root_spec]=$(cat "$image/root")
+	# The suite's own kernels boot the image without an initramfs.
+	MACHINE[root]=$root MACHINE[initrd]="" MACHINE[root_spec]=$(cat "$image/root")
+	[ ! -f "$image/initrd.img" ] || MACHINE[initrd]=$image/initrd.img
 	[ "${MACHINE[mem]}" -ge "$IMAGE_MEM" ] || MACHINE[mem]=$IMAGE_MEM
 }
 
@@ -137,7 +140,7 @@ machine_qemu_args() {
 	QEMU_ARGS=(
 		-nodefaults -no-user-config -display none -no-reboot
 		-machine q35 -accel "${MACHINE[accel]}" -m "${MACHINE[mem]}" -smp "${MACHINE[smp]}"
-		-kernel "${MACHINE[kernel]}" -initrd "${MACHINE[initrd]}" -append "${MACHINE[cmdline]}"
+		-kernel "${MACHINE[kernel]}" ${MACHINE[initrd]:+-initrd "${MACHINE[initrd]}"} -append "${MACHINE[cmdline]}"
 		-serial "file:$dir/console.log"
 		-qmp "unix:$dir/qmp.sock,server=on,wait=off"
 		-chardev "socket,id=agent,path=$dir/agent.sock,server=on,wait=off"
