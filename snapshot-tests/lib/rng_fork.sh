@@ -76,7 +76,7 @@ shape_kernels() {
 	shift
 	for k in "$@"; do
 		if library_shape "$shape"; then
-			case "$k" in image | debian-image) fits+=("$k") ;; *) left+=("$k") ;; esac
+			case "$k" in image | debian-image | *@image | *@debian-image) fits+=("$k") ;; *) left+=("$k") ;; esac
 			continue
 		fi
 		case "$shape" in
