@@ -135,18 +135,19 @@ libvirt_domain_xml() {
 		echo "libvirt: the domain XML has no network, capture, instruction counting or QEMU process options" >&2
 		return 1
 	fi
-	if [ -n "${MACHINE[root]}" ]; then
-		echo "libvirt: an image's guest (a root disk) runs under QEMU's methods only, not libvirt's yet" >&2
-		return 1
-	fi
 	case "${MACHINE[guid]}" in
 	none) ;;
 	auto) genid="<genid/>" ;;
 	*) genid="<genid>${MACHINE[guid]}</genid>" ;;
 	esac
 	[ -z "${MACHINE[cpu]}" ] || cpu="<cpu mode='custom' match='exact'><model>${MACHINE[cpu]}</model></cpu>"
-	if [ -n "${MACHINE[disk]}" ]; then
+	# An image's root disk first (the guest finds it by its root= spec).
+	if [ -n "${MACHINE[root]}" ]; then
 		disk="<disk type='file' device='disk'><driver name='qemu' type='qcow2' cache='unsafe'/>"
+		disk+="<source file='${MACHINE[root]}'/><target dev='vdc' bus='virtio'/></disk>"
+	fi
+	if [ -n "${MACHINE[disk]}" ]; then
+		disk+="<disk type='file' device='disk'><driver name='qemu' type='qcow2' cache='unsafe'/>"
 		disk+="<source file='${MACHINE[disk]}'/><target dev='vda' bus='virtio'/></disk>"
 	fi
 	if [ -n "${MACHINE[seed_disk]}" ]; then

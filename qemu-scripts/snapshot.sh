@@ -127,6 +127,7 @@ snap_save() {
 		virsh_do suspend "$dom" >/dev/null || return 1
 		virsh_do save "$dom" "$dir/vmstate.sav" >/dev/null || return 1
 		virsh_do save-image-dumpxml "$dir/vmstate.sav" >"$dir/saved.xml" || return 1
+		snap_root_copy "$(guest_dir "$name")/root.qcow2" "$dir/root-at-save.qcow2"
 		;;
 	esac
 }
@@ -182,20 +183,28 @@ snap_restore() {
 			alt=(--xml "$dir/saved-pinned.xml")
 		fi
 		"${VIRSH[@]}" destroy "$dom" >/dev/null 2>&1 || true
+		# The same saved RAM each time, so the disk as it was at the save.
+		snap_root_copy "$dir/root-at-save.qcow2" "$(guest_dir "$orig")/root.qcow2"
 		virsh_do restore "$dir/vmstate.sav" "${alt[@]}" --running >/dev/null || return 1
 		;;
 	esac
 }
 
-# snap_clone_root ORIG CLONE: an image's guest (machine.sh) has a root disk;
-# a clone in a new QEMU starts from a copy of its original's, as it was
-# when the original stopped (qcow2-newproc: with the snapshot inside).
+# An image's guest (machine.sh) has a root disk, which a clone must see as
+# it was when the RAM was saved.  snap_clone_root ORIG CLONE: a clone in a
+# new QEMU starts from a copy of its original's (qcow2-newproc: with the
+# snapshot inside).  libvirt-save restores into the original's domain, so
+# the disk is kept at the save and put back before each restore;
+# libvirt-revert's internal snapshot holds the disk itself.
 snap_clone_root() {
-	local from to
-	from=$(guest_dir "$1")/root.qcow2 to=$(guest_dir "$2")/root.qcow2
-	[ -f "$from" ] && [ "$1" != "$2" ] || return 0
-	mkdir -p "$(dirname "$to")"
-	cp --sparse=always "$from" "$to"
+	[ "$1" = "$2" ] || snap_root_copy "$(guest_dir "$1")/root.qcow2" "$(guest_dir "$2")/root.qcow2"
+}
+
+# snap_root_copy FROM TO: FROM copied to TO, if there is a FROM.
+snap_root_copy() {
+	[ -f "$1" ] || return 0
+	mkdir -p "$(dirname "$2")"
+	cp --sparse=always "$1" "$2"
 }
 
 # snap_end METHOD CLONE: a clone in its own QEMU is powered off.
