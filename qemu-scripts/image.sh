@@ -43,8 +43,11 @@ image_import() {
 	view=$image
 	if [ "$fmt" = qcow2 ]; then
 		view=$tmp/view.raw
-		qemu-img convert -O raw "$image" "$view" 2>"$tmp/convert.err" ||
-			{ rm -rf "$tmp"; echo "image: cannot read $image: $(tail -n 1 "$tmp/convert.err" 2>/dev/null)" >&2; return 1; }
+		if ! info=$(qemu-img convert -O raw "$image" "$view" 2>&1); then
+			rm -rf "$tmp"
+			echo "image: cannot read $image: ${info##*$'\n'}" >&2
+			return 1
+		fi
 	fi
 	# Partitions first (a cloud image's root is one), then the whole disk;
 	# root-native is root= for a kernel without an initramfs.
@@ -54,7 +57,7 @@ image_import() {
 			if [ "$off" = 0 ]; then echo /dev/vda; else echo "PARTUUID=$uuid"; fi >"$tmp/root-native"
 			break
 		fi
-	done < <(partx -g -o START,UUID "$view" 2>/dev/null | awk '{ print $1 * 512, $2 }'; echo 0 -)
+	done < <(image_candidates "$view")
 	if [ -z "$found" ]; then
 		rm -rf "$tmp"
 		echo "image: $image has no ext4 root filesystem with /etc/fstab (only ext2/3/4 roots are read)" >&2
@@ -63,12 +66,19 @@ image_import() {
 	image_extract "$view" "$found" "$tmp" || { rm -rf "$tmp"; return 1; }
 	kver=$(cat "$tmp/kver")
 	image_check "$view" "$found" "$kver" "$tmp" >"$tmp/report" || { rm -rf "$tmp"; return 1; }
-	rm -f "$tmp/view.raw" "$tmp/convert.err" "$tmp/fstab" "$tmp/config" "$tmp/agent" "$tmp/unit"
+	rm -f "$tmp/view.raw" "$tmp/fstab" "$tmp/config" "$tmp/agent" "$tmp/unit"
 	ln -s "$(readlink -f "$image")" "$tmp/disk"
 	echo "$fmt" >"$tmp/disk.format"
 	rm -rf "$dir"
 	mv "$tmp" "$dir"
 	echo "$dir"
+}
+
+# image_candidates VIEW: "OFFSET PARTUUID" of each partition (none when
+# there is no partition table, which partx fails on), then "0 -".
+image_candidates() {
+	{ partx -g -o START,UUID "$1" 2>/dev/null || true; } | awk '{ print $1 * 512, $2 }'
+	echo 0 -
 }
 
 # image_with_kernel IMPORT KERNEL NAME: IMPORT's disk booted with KERNEL
