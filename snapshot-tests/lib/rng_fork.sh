@@ -43,9 +43,14 @@ EARLY_BITS=136
 # before libvirt's or in-process snapshots stopped the guest.  An
 # operator's image (IMAGE=) runs a distribution kernel too.
 DEBIAN_RECORD_SCALE=10
+# The library shapes: a python3 process answers each call, 4,000 a second
+# here; past 65,536, OpenSSL's reseed interval for its public and private
+# DRBGs.
+LIBRARY_RECORDS=70000
 shape_records() {
 	local scale=1
-	case "${2:-}" in debian | debian-* | image) scale=$DEBIAN_RECORD_SCALE ;; esac
+	if library_shape "$1"; then echo "$LIBRARY_RECORDS"; return; fi
+	if distro_kernel "${2:-}"; then scale=$DEBIAN_RECORD_SCALE; fi
 	case "$1" in
 	getrandom-16 | insecure-16 | uuid) echo $((FORK_BLOCKS * scale)) ;;
 	# No system call: 500,000 calls/s under TCG, 60,000 would be over
@@ -54,10 +59,6 @@ shape_records() {
 	getrandom-16MiB) echo 12288 ;; # 3 calls of 4096 pages
 	urandom-1MiB) echo $((4096 * scale)) ;; # 16 calls of 256 pages each
 	exec) echo 300 ;;
-	# A python3 process answers each call, 4,000 a second here: past 65,536,
-	# OpenSSL's reseed interval for its public and private DRBGs.
-	openssl-public-16 | openssl-private-16 | python-mt-16 | python-secrets-16 | arc4random-16 | libuuid-16)
-		echo 70000 ;;
 	*) die "unknown shape '$1' (guest/protocol.h lists them)" ;;
 	esac
 }
@@ -269,8 +270,9 @@ mem_available_kb() { awk '/^MemAvailable:/ { print $2 }' /proc/meminfo; }
 # at 10 s left its reference), else FORK_UPTIME_S.
 record_age() {
 	if library_shape "$1"; then echo "$LIBRARY_UPTIME_S"; return; fi
+	if distro_kernel "$2"; then echo "$LONG_UPTIME_S"; return; fi
 	case " $LONG_SHAPES :$2" in
-	*" $1 "* | *:debian | *:debian-* | *:image | *:debug | *:debug-*) echo "$LONG_UPTIME_S" ;;
+	*" $1 "* | *:debug | *:debug-*) echo "$LONG_UPTIME_S" ;;
 	*) echo "$FORK_UPTIME_S" ;;
 	esac
 }
@@ -305,10 +307,11 @@ rng_require() {
 	case "$(agent_field vmgenid_driver <<<"$info")" in
 	bound) ;;
 	unbound)
-		case "$kname" in
-		debian | debian-* | custom | image) progress "$kname: no vmgenid driver: this kernel never learns of a fork" ;;
-		*) die "the kernel has no vmgenid driver bound (CONFIG_VMGENID missing?)" ;;
-		esac
+		if distro_kernel "$kname" || [ "$kname" = custom ]; then
+			progress "$kname: no vmgenid driver: this kernel never learns of a fork"
+		else
+			die "the kernel has no vmgenid driver bound (CONFIG_VMGENID missing?)"
+		fi
 		;;
 	*) die "the guest has no vmgenid device" ;;
 	esac
