@@ -13,6 +13,7 @@ command -v dpkg-deb >/dev/null || die "dpkg-deb is missing (package dpkg)"
 [ -x "$agent" ] || die "$agent is missing: run 'make guest'"
 file -L "$agent" | grep -q 'statically linked' || die "$agent is not static"
 
+export SOURCE_DATE_EPOCH=1577836800 # 2020-01-01, as the guests' clocks
 stage=$(mktemp -d)
 chmod 0755 "$stage"
 trap 'rm -rf "$stage"' EXIT
@@ -37,6 +38,10 @@ Description: forksafe guest agent for VM fork tests
  reads the VM generation ID and powers the VM off when asked.  Install it
  only into images that are tested (it answers whoever holds the port).
 CONTROL
+# The same agent gives the same package, byte for byte: the image that
+# carries it is cached by its hash (build-image.sh), and a package stamped
+# with the time of the build would make every clone build its own image.
+find "$stage" -exec touch -h -d @"$SOURCE_DATE_EPOCH" {} +
 dpkg-deb --root-owner-group -Zxz --build "$stage" "$out.tmp" >/dev/null
 mv "$out.tmp" "$out"
 echo "agent-deb: $out (forksafe-agent $version)"
