@@ -56,6 +56,9 @@
  *                    Python's random, secrets, glibc's arc4random_buf,
  *                    libuuid's uuid_generate_random), lock-step, the
  *                    process started with the recording; UNIT 16
+ *   systemd-seed     the same process, each record the seed file that
+ *                    systemd-random-seed save wrote (a clone's shutdown
+ *                    runs it), as its SHA-256; UNIT the file's size
  *   exec             one process per vCPU exec'ing a program again and
  *                    again (a chain, no fork): stream 2 * CPU its
  *                    AT_RANDOM, 2 * CPU + 1 its stack and mmap bases;
@@ -68,5 +71,6 @@
 #define DUMP_SHAPE_MAX 32
 #define RNG_BLOCK_BYTES 16
 #define RNG_PAGE_BYTES 4096
+#define SEED_FILE_BYTES 512	/* systemd 252 on Linux 6.1: the pool's 4096 bits */
 
 #endif

@@ -32,6 +32,8 @@
  *	/proc/sys/kernel/random/uuid (the kernel's get_random_bytes()).
  *   openssl-public-16 ... libuuid-16: one thread, each call 16 bytes from
  *	a library, drawn by a python3 process of the guest's in lock-step.
+ *   systemd-seed: the same process runs systemd-random-seed save, what a
+ *	clone's shutdown runs, and each record is the seed file it wrote.
  *   exec: one process per CPU execs this binary again and again, each
  *	program recording its AT_RANDOM (stream 2 * CPU) and its stack and
  *	mmap bases (2 * CPU + 1); the ID is read before each execve().
@@ -365,7 +367,10 @@ static void run_uuid(struct worker *w)
  * OpenSSL through libcrypto's RAND_bytes() and RAND_priv_bytes() (its
  * public and private DRBGs, which reseed on their own schedule), Python's
  * random (a Mersenne Twister seeded once) and secrets, glibc's
- * arc4random_buf(), libuuid's uuid_generate_random().
+ * arc4random_buf(), libuuid's uuid_generate_random().  systemd-seed is no
+ * library but a file: the seed systemd-random-seed saves at shutdown for
+ * the next boot to load, one `save` per record, recorded as the SHA-256 of
+ * the whole file (SEED_FILE_BYTES).
  */
 #define PYTHON "/usr/bin/python3"
 
@@ -388,6 +393,13 @@ static const char library_py[] =
 	"elif s == 'python-secrets-16':\n"
 	"    import secrets\n"
 	"    f = lambda: secrets.token_bytes(16)\n"
+	"elif s == 'systemd-seed':\n"
+	"    import hashlib, subprocess\n"
+	"    def f():\n"
+	"        subprocess.run(['/lib/systemd/systemd-random-seed', 'save'], check=True,\n"
+	"                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)\n"
+	"        with open('/var/lib/systemd/random-seed', 'rb') as seed:\n"
+	"            return hashlib.sha256(seed.read()).digest()[:16]\n"
 	"else: sys.exit('unknown library ' + s)\n"
 	"i, o = sys.stdin.buffer.raw, sys.stdout.buffer.raw\n"
 	"while i.read(1): o.write(f())\n";
@@ -894,6 +906,7 @@ static const struct shape shapes[] = {
 	{ "python-secrets-16", RNG_BLOCK_BYTES, 0, 1, run_library },
 	{ "arc4random-16", RNG_BLOCK_BYTES, 0, 1, run_library },
 	{ "libuuid-16", RNG_BLOCK_BYTES, 0, 1, run_library },
+	{ "systemd-seed", SEED_FILE_BYTES, 0, 1, run_library },
 };
 
 static const struct shape *shape_find(const char *name)

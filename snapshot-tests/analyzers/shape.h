@@ -18,8 +18,11 @@
  * page per 4 KiB, 12288 or 4096 of them (shape_records there): 1024 pages,
  * 4 MiB, a quarter of one getrandom-16MiB call.  exec records one program
  * per record, 300 a stream (a few ms each, so that the recording ends
- * before the kernel's next timed reseed): 150.  The default is the
- * shape's so that every caller gets the same; rng-exposure -w overrides it.
+ * before the kernel's next timed reseed): 150.  systemd-seed records one
+ * saved seed file per record, 6 after the snapshot (a control under
+ * systemd stays with its reference for about a second): all 6.  The
+ * default is the shape's so that every caller gets the same; rng-exposure
+ * -w overrides it.
  *
  * allowance: records a clone that saw its new GUID may still share with
  * the reference or with another clone and be fork-safe.  A call of 16
@@ -60,10 +63,11 @@ static const struct shape shapes[] = {
 	{ "python-secrets-16", RNG_BLOCK_BYTES, 10000, 0, 0 },
 	{ "arc4random-16", RNG_BLOCK_BYTES, 10000, 0, 0 },
 	{ "libuuid-16", RNG_BLOCK_BYTES, 10000, 0, 0 },
+	{ "systemd-seed", SEED_FILE_BYTES, 6, 0, 0 },
 };
 
 #define SHAPE_NAMES "getrandom-16, insecure-16, vdso-16, drbg-16, drbg-checked-16, uuid, exec, getrandom-16MiB, " \
-	"urandom-1MiB, openssl-public-16, openssl-private-16, python-mt-16, python-secrets-16, arc4random-16, libuuid-16"
+	"urandom-1MiB, openssl-public-16, openssl-private-16, python-mt-16, python-secrets-16, arc4random-16, libuuid-16, systemd-seed"
 
 static inline const struct shape *shape_find(const char *name)
 {

@@ -47,8 +47,16 @@ DEBIAN_RECORD_SCALE=10
 # here; past 65,536, OpenSSL's reseed interval for its public and private
 # DRBGs.
 LIBRARY_RECORDS=70000
+# systemd-seed runs a program per record, 14 a second here: 16 seed files
+# before the snapshot, 6 after.  No more: a control under systemd parts
+# from its reference within a second (after 12 records in one row): other
+# draws in the guest come at other times in each run and move a save to
+# another step of the crng's key chain, where no save of the reference's
+# was (getrandom-16 loops, a call at nearly every step, still find theirs).
+SEED_RECORDS=${SEED_RECORDS:-22}
 shape_records() {
 	local scale=1
+	if [ "$1" = systemd-seed ]; then echo "$SEED_RECORDS"; return; fi
 	if library_shape "$1"; then echo "$LIBRARY_RECORDS"; return; fi
 	if distro_kernel "${2:-}"; then scale=$DEBIAN_RECORD_SCALE; fi
 	case "$1" in
@@ -64,7 +72,7 @@ shape_records() {
 }
 # The shapes that draw through a library in user space (guest/recorder.c).
 library_shape() {
-	case "$1" in openssl-public-16 | openssl-private-16 | python-mt-16 | python-secrets-16 | arc4random-16 | libuuid-16) ;; *) return 1 ;; esac
+	case "$1" in openssl-public-16 | openssl-private-16 | python-mt-16 | python-secrets-16 | arc4random-16 | libuuid-16 | systemd-seed) ;; *) return 1 ;; esac
 }
 
 # shape_kernels SHAPE KERNEL...: those of the kernels that have what SHAPE
@@ -112,12 +120,17 @@ LONG_SHAPES="vdso-16 drbg-16 drbg-checked-16 getrandom-16MiB" LONG_UPTIME_S=${LO
 RECORD_TIMEOUT=60  # a restored clone finishing its recording
 DUMP_TIMEOUT=300   # a dump of up to 64 vCPUs x 60000 blocks over virtio-serial
 
-# rng_row KERNEL_NAME METHOD VCPUS CLONES OUT.json [SHAPE [CRNG]]: one row.
+# rng_row KERNEL_NAME METHOD VCPUS CLONES OUT.json [SHAPE [CRNG [APPEND]]]:
+# one row; APPEND, kernel parameters the original boots with, is a key of
+# the row (a positive control: initcall_blacklist=vmgenid_driver_init, a
+# kernel that never learns of a fork, as Debian 12's cloud kernel).
 rng_row() {
-	local kname=$1 method=$2 vcpus=$3 nclones=$4 out=$5 shape=${6:-getrandom-16} crng=${7:-ready}
-	row_run "$RUN_DIR/$kname-$method-$vcpus-$shape-$crng" "$out" \
-		"$(row_keys kind=rng kernel="$kname" method="$method" vcpus="$vcpus" shape="$shape" crng="$crng")" \
-		rng_measure "$kname" "$(kernel_path "$kname")" "$method" "$vcpus" "$nclones" "$shape" "$crng"
+	local kname=$1 method=$2 vcpus=$3 nclones=$4 out=$5 shape=${6:-getrandom-16} crng=${7:-ready} append=${8:-}
+	local -a keys=(kind=rng kernel="$kname" method="$method" vcpus="$vcpus" shape="$shape" crng="$crng")
+	[ -z "$append" ] || keys+=(append="$append")
+	row_run "$RUN_DIR/$kname-$method-$vcpus-$shape-$crng${append:+-${append//[^a-z0-9_]/-}}" "$out" \
+		"$(row_keys "${keys[@]}")" \
+		rng_measure "$kname" "$(kernel_path "$kname")" "$method" "$vcpus" "$nclones" "$shape" "$crng" "$append"
 }
 
 # rng_rows DIR CLONES "KERNEL_NAME..." "VCPUS..." "METHOD..." [SHAPE [CRNG]]:
@@ -145,16 +158,17 @@ rng_measure() {
 	"$BUILD/rng-exposure" "${RNG_ARGS[@]}" >"$ROW_DIR/result.json"
 }
 
-# rng_original KERNEL_NAME KERNEL METHOD VCPUS CLONES SHAPE CRNG: boot the
-# original, start its recording and snapshot it.  Sets RNG_ORIG, RNG_GUID,
+# rng_original KERNEL_NAME KERNEL METHOD VCPUS CLONES SHAPE CRNG [APPEND]:
+# boot the original, start its recording and snapshot it.  Sets RNG_ORIG, RNG_GUID,
 # RNG_TAG and RNG_ARGS (rng-exposure's arguments, filled by rng_clone) for
 # rng_clone.
 rng_original() {
-	local kname=$1 kernel=$2 method=$3 vcpus=$4 shape=$6 crng=$7 info records
+	local kname=$1 kernel=$2 method=$3 vcpus=$4 shape=$6 crng=$7 append=${8:-} info records
 	local -a boot=()
 	snap_known "$method" || die "unknown method '$method' (known: $SNAP_METHODS)"
 	records=$(shape_records "$shape" "$kname")
-	[ "$crng" = ready ] || boot=(--append "$PREINIT_APPEND")
+	[ "$crng" = ready ] || append="$PREINIT_APPEND${append:+ $append}"
+	[ -z "$append" ] || boot=(--append "$append")
 	RNG_ORIG=$kname-$method-$vcpus RNG_TAG="$1 ${4}cpu $3 $6" RNG_ARGS=()
 	RNG_KERNEL=$kernel RNG_METHOD=$method RNG_VCPUS=$vcpus RNG_CRNG=$crng
 	progress "$RNG_TAG: booting the original"
@@ -269,6 +283,7 @@ mem_available_kb() { awk '/^MemAvailable:/ { print $2 }' /proc/meminfo; }
 # whose are slower (lockdep and KASAN: on debug-6.12 a getrandom() control
 # at 10 s left its reference), else FORK_UPTIME_S.
 record_age() {
+	if [ "$1" = systemd-seed ]; then echo "$LONG_UPTIME_S"; return; fi
 	if library_shape "$1"; then echo "$LIBRARY_UPTIME_S"; return; fi
 	if distro_kernel "$2"; then echo "$LONG_UPTIME_S"; return; fi
 	case " $LONG_SHAPES :$2" in
