@@ -19,8 +19,8 @@
  * 4 MiB, a quarter of one getrandom-16MiB call.  exec records one program
  * per record, 300 a stream (a few ms each, so that the recording ends
  * before the kernel's next timed reseed): 150.  systemd-seed records one
- * saved seed file per record, 6 after the snapshot (a control under
- * systemd stays with its reference for about a second): all 6.  The
+ * saved seed file per record, 7 or 8 after the snapshot (a control under
+ * systemd stays with its reference for about a second): 6.  The
  * default is the shape's so that every caller gets the same; rng-exposure
  * -w overrides it.
  *
