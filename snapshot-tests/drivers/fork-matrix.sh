@@ -22,7 +22,10 @@
 # stock kernel's notification work here mostly runs before the next call
 # (the getrandom-16 rows show how often), so a row there rarely has a
 # stock window to compare with; exec also runs in CRNG_EARLY, where the
-# stock window is certain.
+# stock window is certain.  A kernel that cannot record a shape is left
+# out of its rows with one line saying why (lib/rng_fork.sh,
+# shape_kernels): on an image, exec and the states before the crng is
+# ready.
 #
 # A row per kernel forks a busy VM (lib/wg_fork.sh, load_row: getrandom()
 # on both vCPUs and WireGuard traffic across the fork).
@@ -69,7 +72,7 @@ shape_rows() {
 		case "$crng" in ready | empty | early) ;; *) die "fork-matrix: unknown crng state '$crng' in '$s' (ready, empty, early)" ;; esac
 		[ -n "${DRY:-}" ] && continue
 		# shellcheck disable=SC2086 # a list of words
-		ks=$(shape_kernels "$shape" $kernels)
+		ks=$(shape_kernels "$shape/$crng" $kernels)
 		[ -z "$ks" ] || rng_rows "$out/rows" "$nclones" "$ks" "$vcpus" migrate-file "$shape" "$crng"
 	done
 }

@@ -41,6 +41,9 @@ kernel_role() { case "$1" in stock | stock-* | stock@* | debian | debian-*) echo
 # operator's image: faster clocks in the vDSO (longer recordings, older
 # guests), and no vmgenid driver is a finding, not a broken build.
 distro_kernel() { case "$1" in debian | debian-* | image) ;; *) return 1 ;; esac; }
+# image_guest KERNEL_NAME: does it boot an image (systemd as PID 1, the
+# image's python3 and libraries), rather than the suite's initramfs?
+image_guest() { case "$1" in image | debian-image | *@image | *@debian-image) ;; *) return 1 ;; esac; }
 
 # The same test for jq: `select(.kernel | $STOCK_JQ)`.
 # shellcheck disable=SC2034 # for the drivers

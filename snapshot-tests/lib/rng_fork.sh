@@ -76,32 +76,44 @@ library_shape() {
 	case "$1" in openssl-public-16 | openssl-private-16 | python-mt-16 | python-secrets-16 | arc4random-16 | libuuid-16 | systemd-seed) ;; *) return 1 ;; esac
 }
 
-# shape_kernels SHAPE KERNEL...: those of the kernels that have what SHAPE
-# uses; why the others do not on stderr, one line.  vdso-16 needs the
-# vDSO's getrandom() (Linux 6.11+: the -6.12 builds, or a KERNEL= or
-# IMAGE= of the operator's, who knows), drbg-checked-16 the series'
-# /dev/vmgenid, the library shapes an image's python3 and libraries.
+# shape_kernels SHAPE[/CRNG] KERNEL...: those of the kernels that can
+# record SHAPE (in that crng state, ready unless said); why the others
+# cannot on stderr, one line.  vdso-16 needs the vDSO's getrandom() (Linux
+# 6.11+: the -6.12 builds, or a KERNEL= or IMAGE= of the operator's, who
+# knows), drbg-checked-16 the series' /dev/vmgenid, the library shapes an
+# image's python3 and libraries.  An image cannot fork before the crng is
+# ready (under systemd it is ready before the agent starts) nor record
+# exec (its control leaves the reference within a few programs, as
+# systemd-seed's does within a second: shape_records).
 shape_kernels() {
-	local shape=$1 k fits=() left=()
+	local shape=${1%/*} crng=ready k fits=() why
+	case "$1" in */*) crng=${1#*/} ;; esac
 	shift
 	for k in "$@"; do
-		if library_shape "$shape"; then
-			case "$k" in image | debian-image | *@image | *@debian-image) fits+=("$k") ;; *) left+=("$k") ;; esac
-			continue
+		why=
+		if image_guest "$k"; then
+			case "$shape:$crng" in
+			*:empty | *:early) why="the crng is ready before an image's agent starts" ;;
+			exec:*) why="under systemd a control leaves its reference within a few programs" ;;
+			vdso-16:*) [ "$k" = image ] || why="no vDSO getrandom() before Linux 6.11" ;;
+			drbg-checked-16:*) [ "$(kernel_role "$k")" = patched ] || why="no /dev/vmgenid without the series" ;;
+			esac
+		elif library_shape "$shape"; then
+			why="the libraries and python3 are in an image: KERNELS=debian-image, IMAGE="
+		else
+			case "$shape" in
+			vdso-16) case "$k" in *-6.12 | custom) ;; *) why="no vDSO getrandom() before Linux 6.11" ;; esac ;;
+			drbg-checked-16) [ "$(kernel_role "$k")" = patched ] || why="no /dev/vmgenid without the series" ;;
+			esac
 		fi
-		case "$shape" in
-		vdso-16) case "$k" in *-6.12 | custom | image) fits+=("$k") ;; *) left+=("$k") ;; esac ;;
-		drbg-checked-16) if [ "$(kernel_role "$k")" = patched ]; then fits+=("$k"); else left+=("$k"); fi ;;
-		*) fits+=("$k") ;;
-		esac
+		if [ -z "$why" ]; then
+			fits+=("$k")
+		elif [ "$crng" = ready ]; then
+			progress "$shape: not on $k ($why)"
+		else
+			progress "$shape/$crng: not on $k ($why)"
+		fi
 	done
-	if [ ${#left[@]} -gt 0 ]; then
-		case "$shape" in
-		vdso-16) progress "$shape: not on ${left[*]} (no vDSO getrandom() before Linux 6.11)" ;;
-		drbg-checked-16) progress "$shape: not on ${left[*]} (no /dev/vmgenid without the series)" ;;
-		*) progress "$shape: not on ${left[*]} (the libraries and python3 are in an image: KERNELS=debian-image, IMAGE=)" ;;
-		esac
-	fi
 	echo "${fits[*]}"
 }
 
