@@ -19,8 +19,8 @@
  * 4 MiB, a quarter of one getrandom-16MiB call.  exec records one program
  * per record, 300 a stream (a few ms each, so that the recording ends
  * before the kernel's next timed reseed): 150.  systemd-seed records one
- * saved seed file per record, 7 or 8 after the snapshot (a control under
- * systemd stays with its reference for about a second): 6.  The
+ * saved seed file per record, 6 or 5 after the snapshot (a control under
+ * systemd stays with its reference for about half a second): 5.  The
  * default is the shape's so that every caller gets the same; rng-exposure
  * -w overrides it.
  *
@@ -63,7 +63,7 @@ static const struct shape shapes[] = {
 	{ "python-secrets-16", RNG_BLOCK_BYTES, 10000, 0, 0 },
 	{ "arc4random-16", RNG_BLOCK_BYTES, 10000, 0, 0 },
 	{ "libuuid-16", RNG_BLOCK_BYTES, 10000, 0, 0 },
-	{ "systemd-seed", SEED_FILE_BYTES, 6, 0, 0 },
+	{ "systemd-seed", SEED_FILE_BYTES, 5, 0, 0 },
 };
 
 #define SHAPE_NAMES "getrandom-16, insecure-16, vdso-16, drbg-16, drbg-checked-16, uuid, exec, getrandom-16MiB, " \

@@ -48,13 +48,14 @@ DEBIAN_RECORD_SCALE=10
 # DRBGs.
 LIBRARY_RECORDS=70000
 # systemd-seed runs a program per record, 14 a second here: 16 seed files
-# before the snapshot (one more, at times, before the guest stops), 7 or 8
-# after.  No more: a control under systemd parts from its reference within
-# a second (after 12 records in one row): other draws in the guest come at
-# other times in each run and move a save to another step of the crng's
-# key chain, where no save of the reference's was (getrandom-16 loops, a
-# call at nearly every step, still find theirs).
-SEED_RECORDS=${SEED_RECORDS:-24}
+# before the snapshot (one more, at times, before the guest stops), 6 or 5
+# after.  No more: a control under systemd parts from its reference about
+# half a second after the restore (from the 7th to the 12th save after it
+# in 9 rows): other draws in the guest come at other times in each run
+# and move a save to another step of the crng's key chain, where no save
+# of the reference's was (getrandom-16 loops, a call at nearly every step,
+# still find theirs).
+SEED_RECORDS=${SEED_RECORDS:-22}
 shape_records() {
 	local scale=1
 	if [ "$1" = systemd-seed ]; then echo "$SEED_RECORDS"; return; fi
