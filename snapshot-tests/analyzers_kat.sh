@@ -104,4 +104,11 @@ for dir in "$KAT"/rng/*/; do rng_case "${dir%/}"; done
 for dir in "$KAT"/wg/*/; do wg_case "${dir%/}"; done
 for dir in "$KAT"/summary/*/; do summary_case "${dir%/}"; done
 for dir in "$KAT"/cold/*/; do cold_case "${dir%/}"; done
+
+# A row that failed before the analyzer ran still names its shape, its crng
+# state and the kernel parameters it booted with.
+jq -n '{kind: "rng", kernel: "k", method: "migrate-file", vcpus: 1, shape: "exec", crng: "early",
+	append: "quiet", error: "why"}' >"$WORK/error-row.json"
+line=$("$BUILD/fork-report" -f md "$WORK/error-row.json" | grep '^| migrate-file' || true)
+t_eq "an error row names its shape and boot" "${line%% |  |*}" "| migrate-file | 1 | exec (crng early), booted with quiet"
 t_done

@@ -223,6 +223,14 @@ static const char *key_str(const struct row *r, const char *key)
 	return s ? s : "?";
 }
 
+/* The analyzer's shape, or for a row that has no result the row's key. */
+static const char *row_shape(const struct row *r)
+{
+	const char *s = r->shape ? r->shape : str(r->json, "shape");
+
+	return s ? s : "";
+}
+
 /*
  * A recording vouches for itself only through its reference and control,
  * both restored with the original's GUID: neither may see a new one, the
@@ -388,6 +396,8 @@ static const char *row_conditions(const struct row *r, char *buf, size_t len)
 		snprintf(buf, len, ", %lld clones at once", num(r->json, "together"));
 	else if (str(r->json, "load"))
 		snprintf(buf, len, ", under load (every vCPU, %s traffic)", str(r->json, "load"));
+	else if (str(r->json, "append"))
+		snprintf(buf, len, ", booted with %s", str(r->json, "append"));
 	else
 		buf[0] = '\0';
 	return buf;
@@ -402,7 +412,7 @@ static void md_rng_row(const struct row *r)
 	int n = r->clones ? (int)json_object_array_length(r->clones) : 0;
 
 	printf("| %s | %lld | %s%s%s%s%s | ", key_str(r, "method"), num(r->json, "vcpus"),
-	       r->shape ? r->shape : "", str(r->json, "crng") ? " (crng " : "",
+	       row_shape(r), str(r->json, "crng") ? " (crng " : "",
 	       str(r->json, "crng") ? str(r->json, "crng") : "", str(r->json, "crng") ? ")" : "",
 	       row_conditions(r, cond, sizeof(cond)));
 	if (!strcmp(r->verdict, "error") && !r->clones) {
@@ -489,7 +499,7 @@ static void md_wg(const struct row *rows, int n)
 
 static int same_cell(const struct row *a, const struct row *b)
 {
-	const char *keys[] = { "method", "shape", "crng", "load" };
+	const char *keys[] = { "method", "shape", "crng", "load", "append" };
 	size_t i;
 
 	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
@@ -497,7 +507,7 @@ static int same_cell(const struct row *a, const struct row *b)
 			return 0;
 	return num(a->json, "vcpus") == num(b->json, "vcpus") &&
 	       num(a->json, "together") == num(b->json, "together") &&
-	       !strcmp(a->shape ? a->shape : "", b->shape ? b->shape : "");
+	       !strcmp(row_shape(a), row_shape(b));
 }
 
 /* Clones of R that saw a new GUID, and how many of them shared nothing. */
@@ -899,7 +909,7 @@ static void html_rng(const struct row *rows, int n)
 		printf("<h3>");
 		html_text(key_str(&rows[i], "method"));
 		printf(", %lld vCPU, ", num(rows[i].json, "vcpus"));
-		html_text(rows[i].shape ? rows[i].shape : key_str(&rows[i], "shape"));
+		html_text(row_shape(&rows[i]));
 		if (str(rows[i].json, "crng")) {
 			printf(" (crng ");
 			html_text(str(rows[i].json, "crng"));
@@ -1053,7 +1063,7 @@ static struct json_object *verdict_of(const struct row *r)
 		add_int(o, "exposure_us_max", clone_spread(r->clones, "exposure_us", 1, "guid_changed", 0).max);
 		add_int(o, "cross_clone_max", r->cross_max);
 		add_int(o, "allowance", r->allowance);
-		add_str(o, "shape", r->shape ? r->shape : "");
+		add_str(o, "shape", row_shape(r));
 		add_int(o, "control_fresh", r->control_fresh);
 		add_int(o, "control_fresh_bound", r->control_bound);
 	} else if (!strcmp(r->kind, "wg") && r->clones) {
