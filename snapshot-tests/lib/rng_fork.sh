@@ -173,9 +173,9 @@ rng_measure() {
 }
 
 # rng_original KERNEL_NAME KERNEL METHOD VCPUS CLONES SHAPE CRNG [APPEND]:
-# boot the original, start its recording and snapshot it.  Sets RNG_ORIG, RNG_GUID,
-# RNG_TAG and RNG_ARGS (rng-exposure's arguments, filled by rng_clone) for
-# rng_clone.
+# boot the original, start its recording and snapshot it.  Sets RNG_ORIG,
+# RNG_GUID, RNG_TAG and RNG_ARGS (rng-exposure's arguments, filled by
+# rng_clone) for rng_clone.
 rng_original() {
 	local kname=$1 kernel=$2 method=$3 vcpus=$4 shape=$6 crng=$7 append=${8:-} info records
 	local -a boot=()
@@ -292,10 +292,12 @@ crowd_measure() {
 mem_available_kb() { awk '/^MemAvailable:/ { print $2 }' /proc/meminfo; }
 
 # record_age SHAPE KERNEL_NAME: the uptime in s the original ages to before
-# it records SHAPE: LONG_UPTIME_S for LONG_SHAPES, on Debian's kernels,
-# whose recordings are longer (shape_records), and on the debug builds,
-# whose are slower (lockdep and KASAN: on debug-6.12 a getrandom() control
-# at 10 s left its reference), else FORK_UPTIME_S.
+# it records SHAPE: LIBRARY_UPTIME_S for the library shapes but
+# systemd-seed, whose 2 s recording needs no more than LONG_UPTIME_S;
+# LONG_UPTIME_S for LONG_SHAPES, on Debian's kernels, whose recordings are
+# longer (shape_records), and on the debug builds, whose are slower
+# (lockdep and KASAN: on debug-6.12 a getrandom() control at 10 s left its
+# reference), else FORK_UPTIME_S.
 record_age() {
 	if [ "$1" = systemd-seed ]; then echo "$LONG_UPTIME_S"; return; fi
 	if library_shape "$1"; then echo "$LIBRARY_UPTIME_S"; return; fi
