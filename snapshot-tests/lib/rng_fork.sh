@@ -96,17 +96,14 @@ shape_kernels() {
 			case "$shape:$crng" in
 			*:empty | *:early) why="the crng is ready before an image's agent starts" ;;
 			exec:*) why="under systemd a control leaves its reference within a few programs" ;;
-			vdso-16:*) [ "$k" = image ] || why="no vDSO getrandom() before Linux 6.11" ;;
-			drbg-checked-16:*) [ "$(kernel_role "$k")" = patched ] || why="no /dev/vmgenid without the series" ;;
 			esac
 		elif library_shape "$shape"; then
 			why="the libraries and python3 are in an image: KERNELS=debian-image, IMAGE="
-		else
-			case "$shape" in
-			vdso-16) case "$k" in *-6.12 | custom) ;; *) why="no vDSO getrandom() before Linux 6.11" ;; esac ;;
-			drbg-checked-16) [ "$(kernel_role "$k")" = patched ] || why="no /dev/vmgenid without the series" ;;
-			esac
 		fi
+		case "$shape" in
+		vdso-16) case "$k" in *-6.12 | custom | image) ;; *) why=${why:-"no vDSO getrandom() before Linux 6.11"} ;; esac ;;
+		drbg-checked-16) [ "$(kernel_role "$k")" = patched ] || why=${why:-"no /dev/vmgenid without the series"} ;;
+		esac
 		if [ -z "$why" ]; then
 			fits+=("$k")
 		elif [ "$crng" = ready ]; then
