@@ -52,11 +52,12 @@ wg_case() {
 }
 
 # One summary case: rows made of the RNG cases' results (a line KERNEL
-# CASE) and of the WireGuard cases' (KERNEL FRESH CONTROL), as CASE/rows
-# names them, judged together by fork-report -f summary; CASE/expect has
-# the lines it must print, in order.
+# CASE, in the cell "cell" at 1 vCPU, or KERNEL CASE@METHOD/VCPUS) and of
+# the WireGuard cases' (KERNEL FRESH CONTROL), as CASE/rows names them,
+# judged together by fork-report -f summary; CASE/expect has the lines it
+# must print, in order.
 summary_case() {
-	local dir=$1 name out kernel case i=0 line
+	local dir=$1 name out kernel case control cell i=0 line
 	local -a rows=() want=()
 	name=summary/$(basename "$dir")
 	out=$WORK/$name
@@ -67,7 +68,9 @@ summary_case() {
 		if [ -n "$control" ]; then
 			kat_wg_row "$kernel" "$WORK/wg/$case/detect.json" "$WORK/wg/$control/detect.json" >"${rows[-1]}"
 		else
-			kat_rng_row "$kernel" cell "$WORK/rng/$case/result.json" >"${rows[-1]}"
+			cell=cell/1
+			case "$case" in *@*) cell=${case#*@} case=${case%@*} ;; esac
+			kat_rng_row "$kernel" "${cell%/*}" "$WORK/rng/$case/result.json" "${cell#*/}" >"${rows[-1]}"
 		fi
 		i=$((i + 1))
 	done <"$dir/rows"

@@ -488,13 +488,26 @@ static void md_wg(const struct row *rows, int n)
  * and one for the WireGuard rows.  A kernel is "not fork-safe" if any row
  * shows a window, and the sentence names the worst clone (its bytes, its
  * µs, its method).  "fork-safe" rests on a number of clones, and a window
- * is a race that some clones win: so it also says how likely it is that a
- * kernel as exposed as the others of this run (those with an exposed clone,
- * normally stock; all their rows of the same cell) would have shown none in
- * that many clones.
- * Each such clone escapes with probability q = (escaped + 1) / (clones + 2)
- * (Laplace's rule, never 0 or 1 from a finite sample); the chance that
- * every clone of the fork-safe rows escapes is the product of q per clone.
+ * is a race that some clones win, so the sentence also says how likely it
+ * is that a kernel with the exposed kernels' window would have shown none.
+ *
+ * That is asked per cell (method, vCPUs, shape and the other keys of
+ * same_cell()), because a race is won more often in some cells than in
+ * others.  In a cell, the exposed kernels (those with an exposed clone in
+ * some row of this run, normally stock) let e of their t clones escape,
+ * counted over their measured rows only (an error row is no evidence).
+ * With a uniform prior, the chance q that a clone escapes is Beta(e+1,
+ * t-e+1) after them, and the chance that all n clones of the fork-safe
+ * kernel in that cell escape is the mean of q^n over that posterior:
+ *
+ *	P(n | e, t) = prod_{j=0}^{n-1} (e + 1 + j) / (t + 2 + j)
+ *
+ * (e = 0, t = 4, n = 4: 1/6 * 2/7 * 3/8 * 4/9 = 0.0079, where the point
+ * estimate (1/6)^4 would claim 0.00077).  The verdict quotes the largest
+ * cell's P, never a product over cells: cells are different experiments,
+ * and the weakest one bounds what the run showed.  It covers windows as
+ * often won as the exposed kernels'; a narrower window, won by more
+ * clones, is not excluded by it.
  */
 
 static int same_cell(const struct row *a, const struct row *b)
@@ -529,37 +542,83 @@ static int clones_escaped(const struct row *r, int *escaped)
 	return n;
 }
 
-/* Whether any RNG row of KERNEL has a clone that shared output after its fork. */
+static int measured(const struct row *r)
+{
+	return strcmp(r->verdict, "error") != 0;
+}
+
+/* Whether any measured RNG row of KERNEL has a clone that shared output after its fork. */
 static int kernel_exposed(const struct row *rows, int n, const char *kernel)
 {
 	int i, esc;
 
 	for (i = 0; i < n; i++)
-		if (!strcmp(rows[i].kind, "rng") && !strcmp(rows[i].kernel, kernel) &&
+		if (!strcmp(rows[i].kind, "rng") && !strcmp(rows[i].kernel, kernel) && measured(&rows[i]) &&
 		    clones_escaped(&rows[i], &esc) > esc)
 			return 1;
 	return 0;
 }
 
-/*
- * The chance that the exposed kernels, in rows like R, show no window in
- * N clones; -1 if they have no such row.  Their rows count whatever their
- * verdict: a row of theirs where every clone won the race is evidence too.
- */
-static double unseen_in(const struct row *rows, int nrows, const struct row *r, int n)
+/* The predictive chance that all N clones escape after E of T did (above). */
+static double unseen_p(int e, int t, int n)
 {
-	int i, esc, e = 0, total = 0;
+	double p = 1;
+	int j;
 
+	for (j = 0; j < n; j++)
+		p *= (e + 1.0 + j) / (t + 2.0 + j);
+	return p;
+}
+
+/* The exposed kernels' clones in R's cell, measured rows only: *t of them, *e escaped. */
+static void cell_evidence(const struct row *rows, int nrows, const struct row *r, int *e, int *t)
+{
+	int i, esc;
+
+	*e = *t = 0;
 	for (i = 0; i < nrows; i++) {
-		if (strcmp(rows[i].kind, "rng") || !strcmp(rows[i].kernel, r->kernel) ||
+		if (strcmp(rows[i].kind, "rng") || !strcmp(rows[i].kernel, r->kernel) || !measured(&rows[i]) ||
 		    !same_cell(&rows[i], r) || !kernel_exposed(rows, nrows, rows[i].kernel))
 			continue;
-		total += clones_escaped(&rows[i], &esc);
-		e += esc;
+		*t += clones_escaped(&rows[i], &esc);
+		*e += esc;
 	}
-	if (!total)
-		return -1;
-	return pow((e + 1.0) / (total + 2.0), n);
+}
+
+/* The fork-safe clones of R's kernel in R's cell, when R is the first such row; else -1. */
+static int cell_clones(const struct row *rows, int nrows, const struct row *r)
+{
+	int i, esc, n = 0;
+
+	for (i = 0; i < nrows; i++) {
+		if (strcmp(rows[i].kind, "rng") || strcmp(rows[i].kernel, r->kernel) ||
+		    strcmp(rows[i].verdict, "fork-safe") || !same_cell(&rows[i], r))
+			continue;
+		if (!n && &rows[i] != r)
+			return -1;
+		n += clones_escaped(&rows[i], &esc);
+	}
+	return n;
+}
+
+/* One cell of a fork-safe kernel, as the summary weighs it. */
+struct cell {
+	const struct row *first;
+	int n, e, t;
+	double p;
+};
+
+static void print_cell(const struct cell *c)
+{
+	printf("  %s: %s, %lld vCPU, %s", c->first->kernel, key_str(c->first, "method"),
+	       num(c->first->json, "vcpus"), row_shape(c->first));
+	if (strcmp(key_str(c->first, "crng"), "?"))
+		printf(" (crng %s)", key_str(c->first, "crng"));
+	printf(": nothing shared in %d %s; ", c->n, c->n == 1 ? "clone" : "clones");
+	if (c->t)
+		printf("exposed kernels escaped in %d of %d; unseen with probability %.2g\n", c->e, c->t, c->p);
+	else
+		printf("no exposed kernel measured here, not estimated\n");
 }
 
 static const char *fmt_bytes(char *buf, size_t len, long long b)
@@ -614,10 +673,10 @@ static int summary_takes(const struct row *r, const char *kind, const char *kern
 static void summary_rng(const struct row *rows, int n, const char *kernel)
 {
 	int i, nrows = 0, safe_rows = 0, safe_clones = 0, exposed = 0, clones = 0, errors = 0, nosignal = 0;
-	int esc, c, estimated = 1;
+	int esc, c, ncells = 0, unestimated = 0;
 	long long worst_b = -1, worst_us = 0;
 	const char *worst_method = "", *nosignal_method = "";
-	double p = 1, q;
+	struct cell *cells = xcalloc(n ? n : 1, sizeof(*cells)), *weakest = NULL;
 	char b[32], t[32];
 	size_t k;
 
@@ -635,13 +694,21 @@ static void summary_rng(const struct row *rows, int n, const char *kernel)
 		clones += c;
 		exposed += c - esc;
 		if (!strcmp(r->verdict, "fork-safe")) {
+			struct cell *cl = &cells[ncells];
+
 			safe_rows++;
 			safe_clones += c;
-			q = unseen_in(rows, n, r, c);
-			if (q < 0)
-				estimated = 0;
-			else
-				p *= q;
+			cl->n = cell_clones(rows, n, r);
+			if (cl->n >= 0) {
+				cl->first = r;
+				cell_evidence(rows, n, r, &cl->e, &cl->t);
+				cl->p = unseen_p(cl->e, cl->t, cl->n);
+				if (!cl->t)
+					unestimated++;
+				else if (!weakest || cl->p > weakest->p)
+					weakest = cl;
+				ncells++;
+			}
 		}
 		for (k = 0; r->clones && k < json_object_array_length(r->clones); k++) {
 			struct json_object *cl = json_object_array_get_idx(r->clones, k);
@@ -653,33 +720,44 @@ static void summary_rng(const struct row *rows, int n, const char *kernel)
 			}
 		}
 	}
-	if (!nrows)
+	if (!nrows) {
+		free(cells);
 		return;
+	}
 	printf("%s: RNG: ", kernel);
 	if (exposed)
 		printf("not fork-safe: clones restored by %s shared up to %s of RNG output for up to %s "
 		       "after the restore (exposure in %d of %d clones)",
 		       worst_method, fmt_bytes(b, sizeof(b), worst_b), fmt_us(t, sizeof(t), worst_us), exposed, clones);
-	else if (safe_rows && estimated)
+	else if (safe_rows && weakest)
 		printf("fork-safe: nothing shared after the GUID changed in %d %s of %d %s; a window like the "
-		       "exposed kernels' in this run would have gone unseen in all of them with probability %.1g",
+		       "exposed kernels' would have gone unseen with probability at most %.2g (its weakest "
+		       "cell: %s, %lld vCPU, %s, %d %s against %d of %d escaped)",
 		       safe_clones, plural(safe_clones, "clone", "clones"), safe_rows,
-		       plural(safe_rows, "row", "rows"), p);
+		       plural(safe_rows, "row", "rows"), weakest->p, key_str(weakest->first, "method"),
+		       num(weakest->first->json, "vcpus"), row_shape(weakest->first), weakest->n,
+		       plural(weakest->n, "clone", "clones"), weakest->e, weakest->t);
 	else if (safe_rows)
 		printf("fork-safe: nothing shared after the GUID changed in %d %s of %d %s; how likely a window "
-		       "went unseen is not estimated (no kernel with a window in the same rows of this run)",
+		       "went unseen is not estimated (no kernel with a window in the same cells of this run)",
 		       safe_clones, plural(safe_clones, "clone", "clones"), safe_rows,
 		       plural(safe_rows, "row", "rows"));
 	else if (nosignal)
 		printf("no fork signal: not every clone saw a new GUID");
 	else
 		printf("not measured");
+	if (!exposed && weakest && unestimated)
+		printf("; not estimated in %d of %d %s (no exposed kernel measured there)", unestimated, ncells,
+		       plural(ncells, "cell", "cells"));
 	if (nosignal && (exposed || safe_rows))
 		printf("; no fork signal in %d %s (%s: no guest can tell)", nosignal, plural(nosignal, "row", "rows"),
 		       nosignal_method);
 	if (errors)
 		printf("; %d of %d %s not measured (errors)", errors, nrows, plural(nrows, "row", "rows"));
 	printf("\n");
+	for (i = 0; !exposed && i < ncells; i++)
+		print_cell(&cells[i]);
+	free(cells);
 }
 
 /* The user-state rows: the window of user space, which no kernel closes. */

@@ -49,10 +49,11 @@ kat_wg() {
 	"$BUILD/wg-detect" -p 51820 -m 9 -j "$out/detect.json" "${pcaps[@]}" >/dev/null
 }
 
-# kat_rng_row KERNEL METHOD RESULT.json: a fork-report row (1 vCPU) of
-# rng-exposure's RESULT, on stdout.
+# kat_rng_row KERNEL METHOD RESULT.json [VCPUS]: a fork-report row (1 vCPU
+# unless told) of rng-exposure's RESULT, on stdout.
 kat_rng_row() {
-	jq -c --arg k "$1" --arg m "$2" '{kind: "rng", kernel: $k, method: $m, vcpus: 1, result: .}' "$3"
+	jq -c --arg k "$1" --arg m "$2" --argjson v "${4:-1}" \
+		'{kind: "rng", kernel: $k, method: $m, vcpus: $v, result: .}' "$3"
 }
 
 # kat_wg_row KERNEL FRESH.json CONTROL.json: a fork-report row of a
