@@ -4,10 +4,16 @@
 # first line says what it removes; VERSION is LINUX, 6.1 unless said) is
 # applied alone on top of that series, in the KUnit build (kernel.sh build
 # mutant-NAME, -6.12 at its end for 6.12), and the checks below run on
-# that kernel, cheapest first, until one fails: that check kills the
-# mutant.  A mutant no check kills survives, and the run fails.  The same
-# checks run first on the unmutated KUnit build, where every one must pass:
-# a check that fails there would kill anything and prove nothing.
+# that kernel, cheapest first, until one kills it.  A kill is a named
+# assertion that failed on a measurement that could tell: a KUnit case
+# that ran and failed, an `exposure window` verdict of a row whose control
+# held, a WireGuard row `exposed` or `not rekeyed`, a /dev/vmgenid errno,
+# wake or count other than the one asserted.  A check that could not tell
+# (an error row, a blind control, a boot or guest that failed, a missing or
+# skipped case, a timeout) kills nothing: the mutant is reported "not
+# killed (error: ...)" and the run fails as it does for a survivor.  The
+# same checks run first on the unmutated KUnit build, where every one must
+# pass: a check that fails there would kill anything and prove nothing.
 #
 #   mutants.sh [--mutants "NAME..."] [--out DIR]
 #
@@ -50,27 +56,59 @@ done
 results_lock mutants "$out"
 mkdir -p "$out/mutants"
 
-# check_NAME KERNEL_NAME: 0 when the kernel passes; on failure, why on stdout.
-check_kunit() {
-	local log=$RUN_DIR/kunit-$1.log
-	if KERNEL=$(kernel_path "$1") bash "$FORKSAFE_ROOT/snapshot-tests/kunit_vmfork.sh" >"$log" 2>&1; then
-		return 0
+# check_NAME KERNEL_NAME: 0 when the kernel passes, 1 when it is killed
+# (the named assertion on stdout), 2 when the check could not tell (why on
+# stdout).
+CHECK_TIMEOUT=${CHECK_TIMEOUT:-1800}
+
+# scenario_verdict LOG ERRORS: of a scenario that failed, the first failed
+# assertion that is a kill: "not ok" lines whose description matches the
+# extended regex ERRORS (assertions about the measurement itself) or whose
+# "got" is missing or skip are no kill.  1 and the assertion, or 2 and why.
+scenario_verdict() {
+	local kill
+	kill=$(awk -v errors="$2" '
+		/^not ok [0-9]+ / { flush(); desc = $0; sub(/^not ok [0-9]+ /, "", desc); pending = 1; next }
+		pending && /^# got / { got = $0; sub(/^# got /, "", got); sub(/, want .*/, "", got); next }
+		{ flush() }
+		function flush() {
+			if (!pending) return
+			pending = 0
+			if (!found && desc !~ errors && got !~ /^.(missing|skip|).$/ && desc !~ /# SKIP/)
+				found = desc (got != "" ? " (got " got ")" : "")
+			got = ""
+		}
+		END { flush(); print found }' "$1")
+	if [ -n "$kill" ]; then
+		echo "$kill"
+		return 1
 	fi
-	# The failing KUnit cases by name, else the scenario's first failure.
-	awk '/^not ok/ { sub(/^not ok [0-9]+ /, ""); if (!first) first = $0
-		if (sub(/^kunit: [a-z_]+: /, "") && $0 !~ / passed$/) cases = cases (cases ? ", " : "") $0 }
-		END { print cases ? cases : first }' "$log"
-	return 1
+	echo "error: $(grep -m1 '^not ok' "$1" | sed 's/^not ok [0-9]* //;s/$/; /' || true)$(tail -n 1 "$1")"
+	return 2
 }
 
-# rng_check KERNEL_NAME SHAPE CRNG: one fork row must be fork-safe.
+check_kunit() {
+	local log=$RUN_DIR/kunit-$1.log
+	KERNEL=$(kernel_path "$1") timeout "$CHECK_TIMEOUT" bash "$FORKSAFE_ROOT/snapshot-tests/kunit_vmfork.sh" \
+		>"$log" 2>&1 && return 0
+	# A suite's summary line follows its cases; the deterministic boots
+	# must have printed and agreed before a differing ID kills.
+	grep -q '^not ok.*the recorded and replayed boots print\|^not ok.*the replay with the same ID' "$log" &&
+		{ echo "error: the deterministic boots could not compare"; return 2; }
+	scenario_verdict "$log" 'passed$|^the recorded|^the replay with'
+}
+
+# rng_check KERNEL_NAME SHAPE CRNG: one fork row must be fork-safe; only
+# an exposure window kills.
 rng_check() {
 	local row=$RUN_DIR/rng-$1-$2-$3.json verdict
 	rng_row "$1" migrate-file 2 2 "$row" "$2" "$3" 2>/dev/null || true
 	verdict=$("$BUILD/fork-report" -f verdicts "$row" | jq -r '"\(.verdict) \(.why)"')
-	[ "${verdict%% *}" = fork-safe ] && return 0
-	echo "$2, crng $3: $verdict"
-	return 1
+	case "$verdict" in
+	"fork-safe "*) return 0 ;;
+	"exposure window "*) echo "$2, crng $3: $verdict"; return 1 ;;
+	*) echo "error: $2, crng $3: $verdict"; return 2 ;;
+	esac
 }
 
 # The KUnit suites wait for the crng to be ready at boot; a guest that must
@@ -89,41 +127,52 @@ check_wireguard() {
 		row=$RUN_DIR/wg-$1-$traffic.json
 		wg_row "$1" "$traffic" 2 "$row" 2>/dev/null || true
 		verdict=$("$BUILD/fork-report" -f verdicts "$row" | jq -r '"\(.verdict)\(if .why == "" then "" else ": " + .why end)"')
-		[ "$verdict" = safe ] || { echo "tunnel $traffic: $verdict"; return 1; }
+		case "$verdict" in
+		safe) ;;
+		exposed* | "not rekeyed"*) echo "tunnel $traffic: $verdict"; return 1 ;;
+		*) echo "error: tunnel $traffic: $verdict"; return 2 ;;
+		esac
 	done
 }
 
+# fork_signal's rows "measured with an identical negative control" and
+# "as expected" are about the measurement; every other assertion is an
+# errno, a wake, a count or a verdict of the kernel's.
 check_signal() {
 	local log=$RUN_DIR/signal-$1.log
-	if KERNEL=$(kernel_path "$1") bash "$FORKSAFE_ROOT/snapshot-tests/fork_signal.sh" >"$log" 2>&1; then
-		return 0
-	fi
-	grep -m1 '^not ok' "$log" | sed 's/^not ok [0-9]* //' || echo "fork_signal failed: $(tail -n 1 "$log")"
-	return 1
+	KERNEL=$(kernel_path "$1") timeout "$CHECK_TIMEOUT" bash "$FORKSAFE_ROOT/snapshot-tests/fork_signal.sh" \
+		>"$log" 2>&1 && return 0
+	scenario_verdict "$log" 'measured with an identical negative control$|: as expected$|positive control'
 }
 
 CHECKS="kunit rng long_read pre_init wireguard signal"
 [ -z "$suffix" ] || CHECKS="kunit rng vdso long_read pre_init wireguard signal"
 
-# run_checks KERNEL_NAME: the first check that fails, "name: why", or nothing.
+# run_checks KERNEL_NAME: "killed\tname: why" for the first check that
+# kills, else "error\tname: why" for the first that could not tell, else
+# nothing.
 run_checks() {
-	local c why
+	local c why rc err=""
 	for c in $CHECKS; do
 		progress "mutants: $1: $c"
-		if ! why=$("check_$c" "$1"); then
-			echo "${c//_/-}: $why"
-			return
-		fi
+		rc=0
+		why=$("check_$c" "$1") || rc=$?
+		case "$rc" in
+		0) ;;
+		1) printf 'killed\t%s: %s\n' "${c//_/-}" "$why"; return ;;
+		*) [ -n "$err" ] || err="${c//_/-}: ${why#error: }" ;;
+		esac
 	done
+	[ -z "$err" ] || printf 'error\t%s\n' "$err"
 }
 
 progress "mutants: building the unmutated $linux KUnit kernel"
 "$FORKSAFE_ROOT/kernel-patches/kernel.sh" build "kunit$suffix" >"$RUN_DIR/build-kunit.log" 2>&1 ||
 	die "mutants: the KUnit kernel does not build: $(tail -n 1 "$RUN_DIR/build-kunit.log")"
 baseline=$(run_checks "kunit$suffix")
-[ -z "$baseline" ] || die "mutants: the unmutated kernel fails a check, which would kill any mutant: $baseline"
+[ -z "$baseline" ] || die "mutants: the unmutated kernel fails a check, which would kill any mutant: ${baseline#*	}"
 
-survivors=0 broken=0
+survivors=0 broken=0 errors=0
 {
 	echo "| mutant | what it takes out | killed by |"
 	echo "| --- | --- | --- |"
@@ -136,10 +185,11 @@ for m in $mutants; do
 		broken=$((broken + 1))
 	else
 		killer=$(run_checks "mutant-$m$suffix")
-	fi
-	if [ -z "$killer" ]; then
-		killer="SURVIVED"
-		survivors=$((survivors + 1))
+		case "$killer" in
+		"") killer="SURVIVED"; survivors=$((survivors + 1)) ;;
+		killed*) killer=${killer#*	} ;;
+		*) killer="not killed (error: ${killer#*	})"; errors=$((errors + 1)) ;;
+		esac
 	fi
 	progress "mutants: $m: $killer"
 	echo "| $m | $what | $killer |" >>"$out/mutants$suffix.md.tmp"
@@ -147,4 +197,5 @@ done
 mv "$out/mutants$suffix.md.tmp" "$out/mutants$suffix.md"
 cat "$out/mutants$suffix.md"
 [ "$survivors" = 0 ] || die "mutants: $survivors mutant(s) survived"
+[ "$errors" = 0 ] || die "mutants: $errors mutant(s) not killed: a check could not tell (see the table)"
 [ "$broken" = 0 ] || die "mutants: $broken mutant(s) do not build: fix them (kernel-patches/$linux/mutants/)"
