@@ -22,7 +22,7 @@
  *
  *  - The control must stay REF's.  On every stream it needs MIN_WINDOW
  *    records after the snapshot point (-w; by default the shape's, see
- *    shape.h), at most max(2, window * PERMILLE / 1000) of them fresh (REF
+ *    shape.h), at most ceil(window * PERMILLE / 1000) of them fresh (REF
  *    never produced them after the snapshot: a consumer that took one
  *    block in the control at another moment than in REF makes exactly
  *    one), and no record with CHANGED set.  PERMILLE (-f) is 1 unless
@@ -38,8 +38,9 @@
  *    CHANGED one on; the most over the others, and with which.  Two clones
  *    that reseeded to one new state share nothing with REF and everything
  *    with each other.
- *  - diverged: some record from its first CHANGED one on is fresh, in
- *    neither REF's post-snapshot records nor another clone's.
+ *  - diverged: more records from its first CHANGED one on are fresh, in
+ *    neither REF's post-snapshot records nor another clone's, than the
+ *    control would be allowed on a window as long (its fresh_bound).
  *
  * Prints one JSON object.  Exit 0, or 2 with one line on bad input.
  */
@@ -197,14 +198,18 @@ static void snapshot_points(const struct input *ref, const struct input *con, ui
 
 /* ---- the control ---------------------------------------------------------- */
 
-/* Fresh records a control may show on a stream of WINDOW records and stay REF's. */
+/*
+ * Fresh records a control may show on a stream of WINDOW records and stay
+ * REF's: PERMILLE of the window, rounded up, so that a small window allows
+ * as little as a large one in proportion (one shifted block where the
+ * window is under a thousand records; a flat floor of 2 let 40% of a
+ * 5-record window be fresh).
+ */
 static uint32_t fresh_permille = 1;
 
-static uint32_t fresh_bound(uint32_t window)
+static uint32_t fresh_bound(uint64_t window)
 {
-	uint64_t b = (uint64_t)window * fresh_permille / 1000;
-
-	return b > 2 ? (uint32_t)b : 2;
+	return (uint32_t)((window * fresh_permille + 999) / 1000);
 }
 
 static struct json_object *control_stream(const struct dump *d, int s, uint32_t snap,
@@ -338,7 +343,7 @@ static int other_owners(uint64_t fp, int k, uint64_t *with)
 /* ---- a clone ---------------------------------------------------------------- */
 
 struct tally {
-	uint64_t shared, exposed, fresh;
+	uint64_t shared, exposed, fresh, window;
 	int64_t us;
 };
 
@@ -417,6 +422,7 @@ static struct json_object *clone_stream(const struct input *in, int k, int s, ui
 		t->us = us;
 	t->exposed += exposed;
 	t->fresh += fresh;
+	t->window += in->d.n[s] > first ? in->d.n[s] - first : 0;
 	json_object_object_add(o, "stream", json_object_new_int(s));
 	json_object_object_add(o, "first_changed_seq",
 			       json_object_new_int64(first < in->d.n[s] ? (int64_t)first : -1));
@@ -465,7 +471,9 @@ static struct json_object *judge_clone(const struct input *cl, int nc, int k, co
 	json_object_object_add(o, "cross_clone_with",
 			       most < 0 ? NULL : json_object_new_string(cl[most].name));
 	json_object_object_add(o, "fresh_records", json_object_new_int64(t.fresh));
-	json_object_object_add(o, "diverged", json_object_new_boolean(t.fresh > 0));
+	/* As the control may be, by as many: fresh beyond its own window's bound. */
+	json_object_object_add(o, "fresh_bound", json_object_new_int64(fresh_bound(t.window)));
+	json_object_object_add(o, "diverged", json_object_new_boolean(t.fresh > fresh_bound(t.window)));
 	json_object_object_add(o, "streams", streams);
 	free(with);
 	return o;
