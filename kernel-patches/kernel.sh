@@ -203,18 +203,40 @@ series_commit() {
 # build is byte for byte that of a stock build from scratch but those of
 # the changed files; docs/running.md.)
 
-# checkout_keeping_headers DIR COMMIT: git checkout, the listed headers'
-# modification times as they were.
+# A header keeps its time only where that is true: when the objects were
+# compiled against exactly its new content (back from stock to the same
+# series), or when the checkout goes to stock from the series they were
+# compiled against (the declarations go, which no unchanged object used).
+# A series that changes such a header otherwise gets a new time, and its
+# includers recompile.  DIR/.forksafe-compiled records, per header, the
+# content the series' last build in DIR compiled against.
+
+# checkout_keeping_headers DIR COMMIT VARIANT: git checkout, the listed
+# headers' times kept where the rule above allows.
 checkout_keeping_headers() {
-	local dir=$1 commit=$2 h
+	local dir=$1 commit=$2 v=$3 h compiled
 	local -A was=()
 	for h in $decl_headers; do
 		[ ! -f "$dir/$h" ] || was[$h]=$(stat -c %Y "$dir/$h")
 	done
 	git -C "$dir" checkout -q --detach "$commit"
 	for h in "${!was[@]}"; do
-		[ ! -f "$dir/$h" ] || touch -d "@${was[$h]}" "$dir/$h"
+		[ -f "$dir/$h" ] || continue
+		compiled=$(awk -v h="$h" '$1 == h { print $2 }' "$dir/.forksafe-compiled" 2>/dev/null)
+		[ -n "$compiled" ] || continue
+		if [ "$v" = stock ] || [ "$(sha256sum <"$dir/$h" | cut -c1-64)" = "$compiled" ]; then
+			touch -d "@${was[$h]}" "$dir/$h"
+		fi
 	done
+}
+
+# compiled_against DIR VARIANT: after a build of the series, what it compiled against.
+compiled_against() {
+	local dir=$1 h
+	[ "$2" != stock ] || return 0
+	for h in $decl_headers; do
+		[ ! -f "$dir/$h" ] || echo "$h $(sha256sum <"$dir/$h" | cut -c1-64)"
+	done >"$dir/.forksafe-compiled"
 }
 
 # build_dir VARIANT: where it builds.  Stock shares patched's tree once
@@ -256,7 +278,7 @@ prepare_tree() {
 		git -C "$dir" am --abort >/dev/null 2>&1 || true
 		git -C "$dir" diff --quiet HEAD || git -C "$dir" checkout -q -- .
 		rm -f "$dir/.forksafe-mutant"
-		checkout_keeping_headers "$dir" "$commit"
+		checkout_keeping_headers "$dir" "$commit" "$v"
 		echo "$applied" >"$dir/.forksafe-applied"
 	fi
 	if [ "$(cat "$dir/.forksafe-mutant" 2>/dev/null)" != "$mutant" ] || [ -z "$mutant" ]; then
@@ -417,6 +439,7 @@ build() {
 			die "$v: build failed, log in $dir/build.log"
 		fi
 		full_build_steps "$dir/build.log"
+		compiled_against "$dir" "$v"
 		mkdir -p "$dest.tmp"
 		cp "$dir/arch/x86/boot/bzImage" "$dir/.config" "$dest.tmp/"
 		git -C "$dir" log --oneline forksafe-base..HEAD >"$dest.tmp/patches"
