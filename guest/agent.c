@@ -596,6 +596,7 @@ static int cmd_vmgenid_probe(const char *args)
 	reply("generation=%llu", (unsigned long long)p.generation);
 	reply("id_offset=%u", p.id_offset);
 	reply("short_read=%d", p.short_read);
+	reply("rw_open=%d", p.rw_open);
 	reply("write=%d", p.write);
 	reply("map_read=%d", p.map_read);
 	reply("map_shared_write=%d", p.map_shared_write);

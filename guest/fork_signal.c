@@ -59,16 +59,27 @@ int signal_probe(struct signal_probe *p)
 	p->generation = g.generation;
 	p->id_offset = g.id_offset;
 	p->short_read = fails(read(fd, &small, sizeof(small)));
-	p->write = fails(write(fd, &g, sizeof(g)));
 	p->map_exec = map_fails(fd, PROT_READ | PROT_EXEC, MAP_SHARED, 0);
 	p->map_private_write = map_fails(fd, PROT_READ | PROT_WRITE, MAP_PRIVATE, 0);
 	p->map_offset = map_fails(fd, PROT_READ, MAP_SHARED, page);
-	/* A writable shared mapping needs a writable file first: root can open one. */
+	/*
+	 * The misuses the driver itself must refuse need a file opened for
+	 * writing (root can open one, whatever the node's mode): on a
+	 * read-only file the VFS refuses write() (EBADF) and a shared writable
+	 * mapping (EACCES) before the driver is asked.  So write() on it
+	 * reaches the missing .write (EINVAL), and mprotect() on its read-only
+	 * mapping reaches only the VM_MAYWRITE and VM_MAYEXEC the driver took
+	 * away (EACCES).
+	 */
 	rw = open(FORKSAFE_DEVICE, O_RDWR | O_CLOEXEC);
-	p->map_shared_write = rw < 0 ? errno : map_fails(rw, PROT_READ | PROT_WRITE, MAP_SHARED, 0);
-	if (rw >= 0)
-		close(rw);
-	map = mmap(NULL, page, PROT_READ, MAP_SHARED, fd, 0);
+	if (rw < 0) {
+		p->rw_open = errno;
+		close(fd);
+		return 0;
+	}
+	p->write = fails(write(rw, &g, sizeof(g)));
+	p->map_shared_write = map_fails(rw, PROT_READ | PROT_WRITE, MAP_SHARED, 0);
+	map = mmap(NULL, page, PROT_READ, MAP_SHARED, rw, 0);
 	if (map == MAP_FAILED) {
 		p->map_read = errno;
 	} else {
@@ -82,6 +93,7 @@ int signal_probe(struct signal_probe *p)
 		}
 		munmap(map, page);
 	}
+	close(rw);
 	close(fd);
 	return 0;
 }

@@ -8,14 +8,16 @@ struct signal_probe {
 	uint64_t generation;
 	uint32_t id_offset;
 	int short_read;		/* read() of 8 bytes: EINVAL */
-	int write;		/* write(): EBADF (opened read-only) */
-	int map_read;		/* the one page, PROT_READ, MAP_SHARED: 0 */
-	int map_shared_write;	/* PROT_WRITE, MAP_SHARED, on an O_RDWR file: EPERM */
+	int rw_open;		/* open(O_RDWR) by root: 0 (else nothing below ran) */
 	int map_private_write;	/* PROT_WRITE, MAP_PRIVATE: EPERM */
 	int map_exec;		/* PROT_EXEC: EPERM */
 	int map_offset;		/* offset one page: EINVAL */
-	int mprotect_write;	/* of the read-only mapping: EACCES */
-	int mprotect_exec;	/* EACCES */
+	/* On the O_RDWR file, where the VFS leaves the answer to the driver: */
+	int write;		/* write(): EINVAL (no .write) */
+	int map_shared_write;	/* PROT_WRITE, MAP_SHARED: EPERM */
+	int map_read;		/* the one page, PROT_READ, MAP_SHARED: 0 */
+	int mprotect_write;	/* of that read-only mapping: EACCES (VM_MAYWRITE gone) */
+	int mprotect_exec;	/* EACCES (VM_MAYEXEC gone) */
 	int id_matches;		/* the mapping holds the ID /dev/mem shows */
 };
 
