@@ -26,11 +26,10 @@ set -euo pipefail
 . "$(dirname "$0")/lib/measure.sh"
 qemu_setup
 
-kname=${DEBUG_KERNEL:-debug}
+kname=$(debug_kernel)
 case "$kname" in
 debug) shapes=getrandom-16 ;;
 debug-6.12) shapes="getrandom-16 vdso-16" ;;
-*) die "fork_debug: DEBUG_KERNEL=$kname: no such lane (debug, debug-6.12)" ;;
 esac
 kernel=$BUILD/bzImage-$kname
 method=migrate-file

@@ -28,8 +28,8 @@ set -euo pipefail
 . "$(dirname "$0")/lib/measure.sh"
 qemu_setup
 
-kernel=${KERNEL:-$BUILD/bzImage-debug}
-[ -f "$kernel" ] || t_skip "no debug kernel at $kernel: run 'make kernel-debug'"
+kernel=${KERNEL:-$BUILD/bzImage-$(debug_kernel)}
+[ -f "$kernel" ] || t_skip "no debug kernel at $kernel: run 'make kernel-debug LINUX=6.12' (DEBUG_KERNEL=debug: 'make kernel-debug')"
 declare -A cases=(
 	[random_vmfork]="vmfork_test_id_in_output vmfork_test_unchanged vmfork_test_changed_once
 		vmfork_test_output_differs vmfork_test_batch_after_fork vmfork_test_torn

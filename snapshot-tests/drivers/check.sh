@@ -20,7 +20,7 @@ phase() {
 }
 
 phase deps make -C "$root" --no-print-directory deps
-for k in ${KERNELS:-patched stock} ${CHECK_KERNELS:-debug}; do
+for k in ${KERNELS:-patched stock} ${DEBUG_KERNEL:-debug-6.12}; do
 	case "$k" in
 	debian-image) phase image make -C "$root" --no-print-directory image ;;
 	*) phase "kernel $k" "$root/kernel-patches/kernel.sh" build "$k" ;;

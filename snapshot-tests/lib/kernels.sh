@@ -19,6 +19,7 @@ test_kernels() {
 	for k in ${KERNELS:-patched stock}; do
 		case "$k" in
 		patched | stock | patched-6.12 | stock-6.12 | debian | debian-cloud | debian-cloud-6.12 | debian-image) ;;
+		debug | debug-6.12) ;;
 		patched@debian-image | stock@debian-image | patched@image | stock@image) ;;
 		*) die "KERNELS: no kernel named '$k' (patched, stock, patched-6.12, stock-6.12; Debian's own: debian, debian-cloud, debian-cloud-6.12, debian-image; patched@debian-image, stock@debian-image)" ;;
 		esac
@@ -44,6 +45,17 @@ distro_kernel() { case "$1" in debian | debian-* | image) ;; *) return 1 ;; esac
 # image_guest KERNEL_NAME: does it boot an image (systemd as PID 1, the
 # image's python3 and libraries), rather than the suite's initramfs?
 image_guest() { case "$1" in image | debian-image | *@image | *@debian-image) ;; *) return 1 ;; esac; }
+
+# debug_kernel: the debug lane's build (the series, its KUnit suites,
+# lockdep, KASAN and debugobjects), DEBUG_KERNEL= or debug-6.12: make check
+# builds one debug kernel, for the 6.12 series, where the vDSO check is;
+# DEBUG_KERNEL=debug runs the lane on 6.1 (make kernel-debug).
+debug_kernel() {
+	case "${DEBUG_KERNEL:-debug-6.12}" in
+	debug | debug-6.12) echo "${DEBUG_KERNEL:-debug-6.12}" ;;
+	*) die "DEBUG_KERNEL=$DEBUG_KERNEL: no such lane (debug, debug-6.12)" ;;
+	esac
+}
 
 # The same test for jq: `select(.kernel | $STOCK_JQ)`.
 # shellcheck disable=SC2034 # for the drivers
