@@ -15,7 +15,9 @@ set -euo pipefail
 . "$(dirname "$0")/lib/measure.sh"
 qemu_setup
 
-RUN_AFTER_S=3 # a restored guest runs this long before its console is read
+RUN_AFTER_S=3 # the least a restored guest runs before a console says "no fork"
+FORK_TIMEOUT_S=30
+FORK_WAIT_S=0 # how long the last fork line took to show (a negative waits 3 times as long)
 kernels=$(test_kernels)
 t_plan $((5 * $(wc -w <<<"$kernels")))
 
@@ -24,8 +26,10 @@ t_plan $((5 * $(wc -w <<<"$kernels")))
 # RUN seconds (0: never resume it), migrate it on and restore that with
 # another fresh GUID; GUIDS is then "B C SEEN" (the two GUIDs, and the one
 # the guest reads at the end) and FORKS the fork lines of both consoles.
+has_fork_line() { [ "$(fork_lines "$1")" -gt 0 ]; }
+
 chain() {
-	local k=$1 dir=$2 run=$3 first=$1-chain$3-1 second=$1-chain$3-2 b c seen
+	local k=$1 dir=$2 run=$3 first=$1-chain$3-1 second=$1-chain$3-2 b c seen start
 	mkdir -p "$dir/next"
 	if [ "$run" = 0 ]; then
 		guest_start "$first" "$(kernel_path "$k")" --guid auto --incoming "exec:cat $dir/vmstate.mig"
@@ -38,7 +42,10 @@ chain() {
 	snap_save migrate-file "$first" "$dir/next"
 	snap_restore migrate-file "$first" "$dir/next" "$second" "$(kernel_path "$k")" 1 auto
 	c=$(guest_qmp_guid "$second")
-	sleep "$RUN_AFTER_S"
+	# The second restore's fork line is a positive: wait for it, and time it.
+	start=$SECONDS
+	wait_until "$FORK_TIMEOUT_S" has_fork_line "$second" || true
+	FORK_WAIT_S=$((SECONDS - start))
 	seen=$(agent_field guid <<<"$(guest_call "$second" info)")
 	guest_stop "$second"
 	GUIDS="$b $c $seen"
@@ -60,8 +67,12 @@ for k in $kernels; do
 	chain "$k" "$dir" "$RUN_AFTER_S"
 	t_eq "$k: with the guest running between them, two forks (positive control)" "$FORKS" 2
 	# The ACPI event again, with the original's GUID.
+	# "None" is said after an agent round trip and three times as long as
+	# the last fork line took to show, RUN_AFTER_S at least.
 	snap_restore migrate-file "$k" "$dir" "$k-same" "$(kernel_path "$k")" 1 "$a"
-	sleep "$RUN_AFTER_S"
+	guest_call "$k-same" ping >/dev/null
+	sleep "$((3 * FORK_WAIT_S > RUN_AFTER_S ? 3 * FORK_WAIT_S : RUN_AFTER_S))"
+	guest_call "$k-same" ping >/dev/null
 	t_eq "$k: a restore with an unchanged GUID keeps it" "$(guest_qmp_guid "$k-same")" "$a"
 	t_eq "$k: a notification with an unchanged GUID is no fork" "$(fork_lines "$k-same")" 0
 	guest_stop "$k-same"
