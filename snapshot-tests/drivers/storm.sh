@@ -146,12 +146,18 @@ twin() {
 	snap_end "$method" "$name"
 }
 
-# exposure LEVEL_DIR: rng-exposure's verdict on the level's fork, as JSON.
+# exposure K LEVEL_DIR: the level's fork as a row, judged by fork-report
+# like every other (a control beyond its bound, a stream that recorded
+# too little or a reference that saw a new GUID make it an error, never
+# a "controls identical"), as JSON.
 exposure() {
-	"$BUILD/rng-exposure" "ref=$1/ref.dump:$1/ref.console" "control=$1/control.dump:$1/control.console" \
-		"fork=$1/fork.dump:$1/fork.console" >"$1/exposure.json"
-	jq -c '{control_identical: .control.identical, diverged: .clones[0].diverged,
-		exposure_records: .clones[0].exposure_records, exposure_us: .clones[0].exposure_us}' "$1/exposure.json"
+	"$BUILD/rng-exposure" "ref=$2/ref.dump:$2/ref.console" "control=$2/control.dump:$2/control.console" \
+		"fork=$2/fork.dump:$2/fork.console" >"$2/exposure.json"
+	jq -c --arg k "$1" --arg m "$method" '{kind: "rng", kernel: $k, method: $m, vcpus: 1, result: .}' \
+		"$2/exposure.json" >"$2/row.json"
+	"$BUILD/fork-report" -f verdicts "$2/row.json" |
+		jq -c '{verdict, why, control_identical: (.verdict != "error"), diverged: (.diverged > 0),
+			exposure_records: .exposure_max, exposure_us: .exposure_us_max}'
 }
 
 # wg_level LEVEL_DIR: wg-detect's verdict on the level's wire (its twin's
@@ -187,7 +193,7 @@ storm() {
 		rec=null
 		if recorded "$level"; then
 			rng_collect "$name" "$next/fork" "$from"
-			rec=$(exposure "$next")
+			rec=$(exposure "$k" "$next")
 		fi
 		s=$(sample "$name")
 		sleep "$STORM_RUN_S"
@@ -236,7 +242,8 @@ summary=$(for k in $kernels; do
 		 recorded: ($rec | length),
 		 controls_equal: ([$rec[] | select(.control_identical)] | length),
 		 forks_diverged: ([$rec[] | select(.diverged)] | length),
-		 exposed_levels: ([$rec[] | select(.exposure_records > 0)] | length),
+		 exposed_levels: ([$rec[] | select(.verdict == "exposure window")] | length),
+		 errors: [$rec[] | select(.verdict == "error") | .why],
 		 exposure_records_max: ([$rec[].exposure_records] | max // 0),
 		 exposure_us_max: ([$rec[].exposure_us] | max // 0),
 		 wg: (if .[0].wg == null then null else
@@ -271,7 +278,7 @@ echo "storm: results in $out/storm-$run.md, $out/storm-$run.json and $out/storm/
 # Blind: a control that differs from its reference, or a stock kernel whose
 # window no recorded level saw.  Failed: a patched (or custom) level.
 jq -e 'all(.[]; .controls_equal == .recorded)' <<<"$summary" >/dev/null ||
-	die "storm: a control differed from its reference: the recording cannot tell a fork here"
+	die "storm: a level's recording cannot tell a fork: $(jq -r '[.[].errors[]][0]' <<<"$summary")"
 jq -e "all(.[] | select((.kernel | $STOCK_JQ) and .recorded > 0); .exposed_levels > 0)" <<<"$summary" >/dev/null ||
 	die "storm: the stock kernel exposed nothing at any recorded level: the recording cannot see a window here"
 jq -e "all(.[] | select(.kernel | $STOCK_JQ | not);"' .one_fork_each and .new_guid_each and .guids_distinct
