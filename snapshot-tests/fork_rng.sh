@@ -1,6 +1,9 @@
 #!/bin/bash
-# The fork matrix, fast: every snapshot method on each kernel, 1 vCPU,
-# two fresh-GUID clones each (make demo runs the full matrix).
+# The fork matrix, fast: every snapshot method on each kernel, 2 vCPUs
+# (FORK_TEST_VCPUS=), two fresh-GUID clones each (make demo runs the full
+# matrix).  Patched and stock run the same cells at 2 vCPUs, where stock's
+# window is widest, so that a patched row is judged where its positive
+# control can see.
 #  - the negative control (a second clone with the original's GUID) is
 #    identical to the reference for the whole window: the recording can
 #    tell a fork from no fork; a control that diverges fails the test;
@@ -26,7 +29,7 @@ set -euo pipefail
 qemu_setup
 
 ROWS=()
-rng_rows "$RUN_DIR" 2 "$(test_kernels)" 1 "${FORK_TEST_METHODS:-$SNAP_METHODS}"
+rng_rows "$RUN_DIR" 2 "$(test_kernels)" "${FORK_TEST_VCPUS:-2}" "${FORK_TEST_METHODS:-$SNAP_METHODS}"
 rows_judge "${ROWS[@]}"
 # shellcheck disable=SC2034 # v and t_row read VERDICT
 for VERDICT in "${ROW_VERDICTS[@]}"; do
