@@ -40,6 +40,9 @@ for VERDICT in "${ROW_VERDICTS[@]}"; do
 		continue
 	fi
 	t_eq "$tag: not one record shared after the GUID changed" "$(v exposure_max) $(v cross_clone_max)" "0 0"
+	# "No pre-fork packet" means something only where the capture saw the stream.
+	t_eq "$tag: every clone's capture holds its stream's data packets" \
+		"$(jq '[.result.wg.clones[] | select(.data_sent > 0)] | length' "$row")" "$n"
 	t_eq "$tag: no packet under a pre-fork key" \
 		"$(jq '[.result.wg.clones[].prefork_packets] | add' "$row")" 0
 	t_eq "$tag: every clone completes a new handshake" \
