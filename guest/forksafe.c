@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * libforksafe (see forksafe.h): /dev/vmgenid read, polled and mapped, and a
- * reference DRBG that checks the mapping before each output.
+ * libforksafe (see forksafe.h): the fork signal of /dev/vmgenid, vmclock or
+ * /dev/sysgenid, read, polled and mapped, and a reference DRBG that checks
+ * the mapping before each output.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -11,57 +12,204 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/random.h>
 #include "forksafe.h"
 #include "sha256.h"
 
-/* ---- the device ------------------------------------------------------------ */
+/* ---- the sources ------------------------------------------------------------ */
 
 /*
  * One per process, set up once by forksafe_open() before any thread uses
- * it.  live is the hypervisor's ID in the page the kernel mapped read-only.
+ * it.  page is the source's page, mapped read-only; live points into it at
+ * what changes on a fork (the ID, or a counter).
  */
+static enum forksafe_source source;
 static int dev_fd = -1;
-static const volatile uint64_t *live;
+static long page_len;
+static const volatile uint8_t *page;
+static const volatile uint8_t *live;
 
+static const char *const names[] = {
+	[FORKSAFE_NONE] = "none",
+	[FORKSAFE_VMGENID] = "vmgenid",
+	[FORKSAFE_VMCLOCK] = "vmclock",
+	[FORKSAFE_SYSGENID] = "sysgenid",
+};
+
+const char *forksafe_source_name(enum forksafe_source s)
+{
+	return s <= FORKSAFE_SYSGENID ? names[s] : "?";
+}
+
+enum forksafe_source forksafe_source(void)
+{
+	return source;
+}
+
+/* The zero-window sources first: their page is the hypervisor's. */
 int forksafe_open(void)
 {
-	return forksafe_open_path(FORKSAFE_DEVICE);
+	static const struct {
+		enum forksafe_source source;
+		const char *path;
+	} order[] = {
+		{ FORKSAFE_VMGENID, FORKSAFE_DEVICE },
+		{ FORKSAFE_VMCLOCK, FORKSAFE_VMCLOCK_DEVICE },
+		{ FORKSAFE_SYSGENID, FORKSAFE_SYSGENID_DEVICE },
+	};
+	size_t i;
+	int err = -ENOENT, e;
+
+	for (i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
+		e = forksafe_open_source(order[i].source, order[i].path);
+		if (!e)
+			return 0;
+		if (e != -ENOENT)
+			err = e;
+	}
+	return err;
 }
 
 int forksafe_open_path(const char *path)
 {
+	return forksafe_open_source(FORKSAFE_VMGENID, path);
+}
+
+static uint64_t le64_at(const volatile uint8_t *p)
+{
+	uint64_t v = 0;
+	int i;
+
+	for (i = 7; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+static uint32_t le32_at(const volatile uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/*
+ * /dev/vmgenid's structure: the device has no file position (the series'
+ * is a stream, where pread() fails with ESPIPE), a file laid out like it
+ * for tests does.
+ */
+static ssize_t read_generation(int fd, struct vmgenid_generation *g)
+{
+	ssize_t n = pread(fd, g, sizeof(*g), 0);
+
+	if (n < 0 && errno == ESPIPE)
+		n = read(fd, g, sizeof(*g));
+	return n;
+}
+
+/* Where in the page the fork shows, or -EPROTO / -ENOTSUP. */
+static long live_offset(enum forksafe_source s, int fd, const volatile uint8_t *map, long len)
+{
 	struct vmgenid_generation g;
-	long page = sysconf(_SC_PAGESIZE);
-	void *map;
 	ssize_t n;
-	int fd, err;
+
+	switch (s) {
+	case FORKSAFE_VMGENID:
+		n = read_generation(fd, &g);
+		if (n != (ssize_t)sizeof(g))
+			return n < 0 ? -errno : -EPROTO;
+		if (g.id_len != FORKSAFE_ID_LEN || g.id_offset % 8 || g.id_offset > len - FORKSAFE_ID_LEN)
+			return -EPROTO;
+		return g.id_offset;
+	case FORKSAFE_VMCLOCK:
+		if (le32_at(map) != FORKSAFE_VMCLOCK_MAGIC ||
+		    le32_at(map + FORKSAFE_VMCLOCK_SIZE_OFF) < FORKSAFE_VMCLOCK_GEN_OFF + 8)
+			return -EPROTO;
+		if (!(le64_at(map + FORKSAFE_VMCLOCK_FLAGS_OFF) & FORKSAFE_VMCLOCK_GEN_PRESENT))
+			return -ENOTSUP;
+		return FORKSAFE_VMCLOCK_GEN_OFF;
+	case FORKSAFE_SYSGENID:
+		return 0;
+	default:
+		return -EINVAL;
+	}
+}
+
+int forksafe_open_source(enum forksafe_source s, const char *path)
+{
+	long len = sysconf(_SC_PAGESIZE), off;
+	struct stat st;
+	void *map;
+	int fd;
 
 	if (dev_fd >= 0)
 		return 0;
+	if (s != FORKSAFE_VMGENID && s != FORKSAFE_VMCLOCK && s != FORKSAFE_SYSGENID)
+		return -EINVAL;
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	n = read(fd, &g, sizeof(g));
-	if (n != (ssize_t)sizeof(g)) {
-		err = n < 0 ? -errno : -EIO;
+	if (s == FORKSAFE_SYSGENID)
+		len = sizeof(uint32_t);
+	/* A file that stands in for a device must hold what is mapped (else SIGBUS). */
+	if (!fstat(fd, &st) && S_ISREG(st.st_mode) && st.st_size < len) {
+		off = -EPROTO;
 		goto fail;
 	}
-	if (g.id_len != FORKSAFE_ID_LEN || g.id_offset % 8 || g.id_offset > page - FORKSAFE_ID_LEN) {
-		err = -EPROTO;
-		goto fail;
-	}
-	map = mmap(NULL, page, PROT_READ, MAP_SHARED, fd, 0);
+	map = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
 	if (map == MAP_FAILED) {
-		err = -errno;
+		off = -errno;
 		goto fail;
 	}
-	live = (const volatile uint64_t *)((const char *)map + g.id_offset);
+	off = live_offset(s, fd, map, len);
+	if (off < 0) {
+		munmap(map, len);
+		goto fail;
+	}
+	source = s;
+	page = map;
+	page_len = len;
+	live = page + off;
 	dev_fd = fd;
 	return 0;
 fail:
 	close(fd);
-	return err;
+	return (int)off;
+}
+
+void forksafe_close(void)
+{
+	if (dev_fd < 0)
+		return;
+	munmap((void *)page, page_len);
+	close(dev_fd);
+	dev_fd = -1;
+	page = live = NULL;
+	source = FORKSAFE_NONE;
+}
+
+/*
+ * vmclock's counter under the page's seqcount: an odd count is an update
+ * in progress, a count that moved is a torn read.  A hypervisor that
+ * never finishes its update is no reason to hang: after many tries the
+ * counter is reported as it is with the top bit flipped, which no saved
+ * mark holds, so the caller errs towards a fork.
+ */
+#define VMCLOCK_TRIES 1000
+
+static uint64_t vmclock_counter(void)
+{
+	uint32_t seq;
+	uint64_t gen;
+	int i;
+
+	for (i = 0; i < VMCLOCK_TRIES; i++) {
+		seq = le32_at(page + FORKSAFE_VMCLOCK_SEQ_OFF);
+		atomic_thread_fence(memory_order_acquire);
+		gen = le64_at(live);
+		atomic_thread_fence(memory_order_acquire);
+		if (!(seq & 1) && seq == le32_at(page + FORKSAFE_VMCLOCK_SEQ_OFF))
+			return gen;
+	}
+	return gen ^ (1ULL << 63);
 }
 
 int64_t forksafe_generation(void)
@@ -71,20 +219,44 @@ int64_t forksafe_generation(void)
 
 	if (dev_fd < 0)
 		return -EBADF;
-	n = read(dev_fd, &g, sizeof(g));
+	switch (source) {
+	case FORKSAFE_VMCLOCK:
+		return (int64_t)(vmclock_counter() & INT64_MAX);
+	case FORKSAFE_SYSGENID:
+		return le32_at(live);
+	default:
+		break;
+	}
+	n = read_generation(dev_fd, &g);
 	if (n != (ssize_t)sizeof(g))
 		return n < 0 ? -errno : -EIO;
 	return (int64_t)g.generation;
 }
 
 /*
- * The ID as two 8-byte loads, the way the hypervisor writes it.  The
- * acquire fence keeps every later load of the caller's state after them.
+ * What changed on a fork, as a 16-byte mark: the ID as two 8-byte loads,
+ * the way the hypervisor writes it, or a counter in the first 8 bytes.
+ * The acquire fence keeps every later load of the caller's state after
+ * them.
  */
 static void read_live(struct forksafe_id *out)
 {
-	uint64_t w[2] = { live[0], live[1] };
+	uint64_t w[2] = { 0, 0 };
 
+	switch (source) {
+	case FORKSAFE_VMGENID:
+		w[0] = ((const volatile uint64_t *)live)[0];
+		w[1] = ((const volatile uint64_t *)live)[1];
+		break;
+	case FORKSAFE_VMCLOCK:
+		w[0] = vmclock_counter();
+		break;
+	case FORKSAFE_SYSGENID:
+		w[0] = le32_at(live);
+		break;
+	default:
+		break;
+	}
 	atomic_thread_fence(memory_order_acquire);
 	memcpy(out->id, w, sizeof(w));
 }

@@ -2,16 +2,32 @@
 #ifndef FORKSAFE_H
 #define FORKSAFE_H
 /*
- * libforksafe: the VM fork signal for user space, from /dev/vmgenid (the
- * forksafe kernel series, "virt: vmgenid: add a fork signal for user space").
+ * libforksafe: the VM fork signal for user space, from whichever source
+ * the kernel offers, the zero-window one first:
+ *
+ *   /dev/vmgenid    the forksafe series ("virt: vmgenid: add a fork signal
+ *                   for user space"): the hypervisor's 16-byte generation
+ *                   ID mapped read-only, a fork count by read(), poll()
+ *   /dev/vmclock0   vmclock (Linux 7.0; Firecracker 1.15+): the
+ *                   hypervisor's vm_generation_counter at offset 0x68 of
+ *                   its page, under the page's seqcount, poll()
+ *   /dev/sysgenid   the SysGenID proposal (never merged; AWS-LC reads it):
+ *                   a 4-byte counter the guest kernel bumps when it
+ *                   handles the notification, poll()
+ *
+ * The first two are written by the hypervisor before the VM runs again, so
+ * a check of them has no window; the third moves only once the guest
+ * kernel has handled the hypervisor's notification (docs/kernel-patches.md
+ * has the table).
  *
  *   forksafe_open()                 once per process, before the rest
- *   forksafe_generation()           forks the kernel counted since boot
+ *   forksafe_source()               which source it found
+ *   forksafe_generation()           a number that moves on every fork
+ *                                   (the series' count of forks, or the
+ *                                   hypervisor's or kernel's counter)
  *   forksafe_mark(&saved)           remember the VM as it is now
  *   forksafe_forked(&saved)         1 if the VM forked since saved, then
- *                                   saved moves on; no system call, and no
- *                                   window: it reads the generation ID the
- *                                   hypervisor rewrote before the VM ran
+ *                                   saved moves on; no system call
  *   forksafe_wait(seen, timeout)    sleep until the generation is not seen
  *
  * A cache of anything derived from random bytes (a DRBG, session keys,
@@ -30,6 +46,8 @@
 #include <stdint.h>
 
 #define FORKSAFE_DEVICE "/dev/vmgenid"
+#define FORKSAFE_VMCLOCK_DEVICE "/dev/vmclock0"
+#define FORKSAFE_SYSGENID_DEVICE "/dev/sysgenid"
 #define FORKSAFE_ID_LEN 16
 
 /* What read() of /dev/vmgenid returns (the series' uapi linux/vmgenid.h). */
@@ -39,14 +57,38 @@ struct vmgenid_generation {
 	uint32_t id_len;
 };
 
+/* The parts of vmclock's page (uapi linux/vmclock-abi.h) that a fork check reads. */
+#define FORKSAFE_VMCLOCK_MAGIC 0x4b4c4356	/* "VCLK" */
+#define FORKSAFE_VMCLOCK_SIZE_OFF 0x04
+#define FORKSAFE_VMCLOCK_SEQ_OFF 0x0c
+#define FORKSAFE_VMCLOCK_FLAGS_OFF 0x18
+#define FORKSAFE_VMCLOCK_GEN_OFF 0x68
+#define FORKSAFE_VMCLOCK_GEN_PRESENT (1ULL << 8)
+
+enum forksafe_source {
+	FORKSAFE_NONE,
+	FORKSAFE_VMGENID,
+	FORKSAFE_VMCLOCK,
+	FORKSAFE_SYSGENID,
+};
+
 struct forksafe_id {
 	uint8_t id[FORKSAFE_ID_LEN];
 };
 
-/* 0, or -errno (-ENOENT: a kernel without the series or without vmgenid). */
+/*
+ * 0, or -errno (-ENOENT: none of the three devices).  The first source that
+ * opens wins, in the order above.
+ */
 int forksafe_open(void);
-/* The same from another file laid out like the device (for tests). */
+/* /dev/vmgenid's layout from another file (for tests). */
 int forksafe_open_path(const char *path);
+/* One source from PATH: -EPROTO if the file is not laid out as it says, -ENOTSUP if a vmclock has no generation counter. */
+int forksafe_open_source(enum forksafe_source source, const char *path);
+/* Forget the source (for tests: the next open starts afresh). */
+void forksafe_close(void);
+enum forksafe_source forksafe_source(void);
+const char *forksafe_source_name(enum forksafe_source source);
 int64_t forksafe_generation(void);
 void forksafe_mark(struct forksafe_id *saved);
 int forksafe_forked(struct forksafe_id *saved);

@@ -16,6 +16,7 @@
 #include "forksafe.h"
 
 #define ID_OFFSET 64
+#define PLAN 30
 
 static int planned, failures;
 
@@ -66,6 +67,113 @@ static void set_id(const char *path, uint8_t byte, size_t len)
 	}
 }
 
+/* ---- vmclock: a page laid out as uapi linux/vmclock-abi.h says -------------- */
+
+static void put_le(uint8_t *p, uint64_t v, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++, v >>= 8)
+		p[i] = (uint8_t)v;
+}
+
+/* A vmclock page: MAGIC, SIZE, FLAGS, the seqcount SEQ and the counter GEN. */
+static void vmclock_write(const char *path, uint32_t magic, uint32_t size, uint64_t flags, uint32_t seq,
+			  uint64_t gen)
+{
+	uint8_t page[4096] = { 0 };
+	int fd;
+
+	put_le(page, magic, 4);
+	put_le(page + FORKSAFE_VMCLOCK_SIZE_OFF, size, 4);
+	put_le(page + 8, 1, 2);
+	put_le(page + FORKSAFE_VMCLOCK_SEQ_OFF, seq, 4);
+	put_le(page + FORKSAFE_VMCLOCK_FLAGS_OFF, flags, 8);
+	put_le(page + FORKSAFE_VMCLOCK_GEN_OFF, gen, 8);
+	fd = open(path, O_WRONLY | O_CREAT, 0600);
+	if (fd < 0 || pwrite(fd, page, sizeof(page), 0) != (ssize_t)sizeof(page) || close(fd)) {
+		printf("Bail out! cannot write %s\n", path);
+		exit(1);
+	}
+}
+
+static void vmclock_tests(const char *dir)
+{
+	const uint64_t present = FORKSAFE_VMCLOCK_GEN_PRESENT;
+	struct forksafe_id saved;
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/vmclock", dir);
+	vmclock_write(path, 0x12345678, 4096, present, 2, 5);
+	check(forksafe_open_source(FORKSAFE_VMCLOCK, path) == -EPROTO, "vmclock: a page without its magic: -EPROTO");
+	vmclock_write(path, FORKSAFE_VMCLOCK_MAGIC, 0x68, present, 2, 5);
+	check(forksafe_open_source(FORKSAFE_VMCLOCK, path) == -EPROTO,
+	      "vmclock: a structure too small to hold vm_generation_counter: -EPROTO");
+	vmclock_write(path, FORKSAFE_VMCLOCK_MAGIC, 4096, 0, 2, 5);
+	check(forksafe_open_source(FORKSAFE_VMCLOCK, path) == -ENOTSUP,
+	      "vmclock: without VM_GEN_COUNTER_PRESENT: -ENOTSUP");
+	vmclock_write(path, FORKSAFE_VMCLOCK_MAGIC, 4096, present, 2, 0x0102030405060708ULL);
+	check(forksafe_open_source(FORKSAFE_VMCLOCK, path) == 0 && forksafe_source() == FORKSAFE_VMCLOCK,
+	      "vmclock: a page with the counter opens");
+	check(forksafe_generation() == 0x0102030405060708LL,
+	      "vmclock: the counter is read little-endian at 0x68");
+	forksafe_mark(&saved);
+	check(forksafe_forked(&saved) == 0, "vmclock: no fork since the mark");
+	vmclock_write(path, FORKSAFE_VMCLOCK_MAGIC, 4096, present, 4, 0x0102030405060709ULL);
+	check(forksafe_forked(&saved) == 1, "vmclock: a new counter is a fork");
+	check(forksafe_forked(&saved) == 0, "vmclock: and only one");
+	vmclock_write(path, FORKSAFE_VMCLOCK_MAGIC, 4096, present, 5, 0x0102030405060709ULL);
+	check(forksafe_forked(&saved) == 1,
+	      "vmclock: an update in progress (odd seqcount) that never ends errs towards a fork");
+	vmclock_write(path, FORKSAFE_VMCLOCK_MAGIC, 4096, present, 6, 0x0102030405060709ULL);
+	check(forksafe_forked(&saved) == 1 && forksafe_forked(&saved) == 0,
+	      "vmclock: once the update ends, the mark moves to the counter again");
+	unlink(path);
+}
+
+/* ---- sysgenid: the 4-byte counter AWS-LC maps ---------------------------------- */
+
+static void sysgenid_write(const char *path, const void *bytes, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+	if (fd < 0 || write(fd, bytes, len) != (ssize_t)len || close(fd)) {
+		printf("Bail out! cannot write %s\n", path);
+		exit(1);
+	}
+}
+
+static void sysgenid_tests(const char *dir)
+{
+	uint8_t c[4] = { 9, 0, 0, 0 };
+	struct forksafe_id saved;
+	char path[512];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/sysgenid", dir);
+	sysgenid_write(path, c, 2);
+	check(forksafe_open_source(FORKSAFE_SYSGENID, path) == -EPROTO,
+	      "sysgenid: a file shorter than the counter: -EPROTO (no SIGBUS)");
+	sysgenid_write(path, c, 4);
+	check(forksafe_open_source(FORKSAFE_SYSGENID, path) == 0 && forksafe_source() == FORKSAFE_SYSGENID,
+	      "sysgenid: a 4-byte counter opens");
+	check(forksafe_generation() == 9, "sysgenid: the counter is read");
+	forksafe_mark(&saved);
+	check(forksafe_forked(&saved) == 0, "sysgenid: no fork since the mark");
+	c[0] = 10;
+	fd = open(path, O_WRONLY);
+	if (fd < 0 || pwrite(fd, c, 4, 0) != 4 || close(fd)) {
+		printf("Bail out! cannot rewrite %s\n", path);
+		exit(1);
+	}
+	check(forksafe_forked(&saved) == 1 && forksafe_generation() == 10, "sysgenid: a new counter is a fork");
+	check(!strcmp(forksafe_source_name(FORKSAFE_SYSGENID), "sysgenid") &&
+	      !strcmp(forksafe_source_name(FORKSAFE_VMCLOCK), "vmclock") &&
+	      !strcmp(forksafe_source_name(FORKSAFE_VMGENID), "vmgenid"),
+	      "each source has its name");
+	unlink(path);
+}
+
 int main(void)
 {
 	char dir[] = "/tmp/forksafe-test.XXXXXX", got[65];
@@ -75,7 +183,7 @@ int main(void)
 	const char *dev;
 	int i;
 
-	printf("KTAP version 1\n1..14\n");
+	printf("KTAP version 1\n1..%d\n", PLAN);
 	if (!mkdtemp(dir)) {
 		printf("Bail out! mkdtemp: %s\n", strerror(errno));
 		return 1;
@@ -128,7 +236,16 @@ int main(void)
 
 	unlink(dev);
 	unlink(fake(dir, "bad", 8, 1));
+	forksafe_close();
+	vmclock_tests(dir);
+	forksafe_close();
+	sysgenid_tests(dir);
+	forksafe_close();
 	rmdir(dir);
+	if (planned != PLAN) {
+		printf("# planned %d tests, ran %d\n", PLAN, planned);
+		failures++;
+	}
 	printf("# %d passed, %d failed\n", planned - failures, failures);
 	return failures != 0;
 }
