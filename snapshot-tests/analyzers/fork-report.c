@@ -28,6 +28,8 @@
  * WireGuard verdicts:
  *   error            the row failed, or the controls reused no nonce (blind)
  *   exposed          a fresh clone sent under a pre-fork key or reused a nonce
+ *   (error)          else, a packet under a session wg-detect -o could not
+ *                    attribute to either side of the fork
  *   not rekeyed      nothing exposed, but a fresh clone never completed a
  *                    new handshake
  *   safe             nothing exposed and every fresh clone rekeyed
@@ -183,7 +185,7 @@ struct row {
 	int changed, diverged, reseeded, reseeded_once, control_reseeds;
 	long long shared, exposure_max, cross_max, allowance, control_fresh, control_bound;
 	/* wg */
-	long long prefork, reuse, control_reuse;
+	long long prefork, reuse, control_reuse, unattributed;
 	int rekeyed, delivering;
 };
 
@@ -337,6 +339,7 @@ static void judge_wg(struct row *r)
 	}
 	r->prefork = clone_sum(r->clones, "prefork_packets");
 	r->reuse = num(fresh, "nonce_reuse_pairs");
+	r->unattributed = clone_sum(r->clones, "unattributed_packets");
 	r->control_reuse = num(r->control, "nonce_reuse_pairs");
 	r->rekeyed = clone_count(r->clones, "handshake_us", -1);
 	r->delivering = clone_count(r->clones, "delivered", 0);
@@ -344,6 +347,9 @@ static void judge_wg(struct row *r)
 		error_row(r, "no nonce reuse between controls that share everything: the detector is blind");
 	else if (r->prefork || r->reuse)
 		r->verdict = "exposed";
+	else if (r->unattributed)
+		error_row(r, "%lld packets under sessions neither pre-fork nor post-fork (wg-detect -o): "
+			  "the row cannot say safe", r->unattributed);
 	else if (r->rekeyed < (int)json_object_array_length(r->clones))
 		r->verdict = "not rekeyed";
 	else

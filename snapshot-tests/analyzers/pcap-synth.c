@@ -10,6 +10,9 @@
  *
  *   linktype N          the file header's link type (1, Ethernet, by default);
  *                       must come before any frame
+ *   ether SRC DST       the Ethernet source and destination (aa:bb:cc:dd:ee:ff)
+ *                       of every frame after it, for wg-detect -M; until the
+ *                       first, 52:54:00:00:00:02 -> 52:54:00:00:00:01
  *   udp T SPORT DPORT MSG
  *                       an Ethernet/IPv4/UDP frame 10.0.0.2 -> 10.0.0.1 at T
  *                       carrying MSG, one of:
@@ -41,6 +44,8 @@ const char *tool_name = "pcap-synth";
 
 static const char *src_name = "<stdin>";
 static unsigned long lineno;
+static uint8_t eth_dst[ETH_ALEN] = { 0x52, 0x54, 0, 0, 0, 1 };
+static uint8_t eth_src[ETH_ALEN] = { 0x52, 0x54, 0, 0, 0, 2 };
 
 static void put(const void *p, size_t n)
 {
@@ -80,6 +85,17 @@ static uint64_t number(char **save, const char *what, uint64_t max)
 		fail("%s:%lu: %s is a number up to %llu, not '%s'", src_name, lineno, what,
 		     (unsigned long long)max, tok);
 	return v;
+}
+
+/* The next word of the line as a MAC address, into MAC. */
+static void address(char **save, const char *what, uint8_t *mac)
+{
+	char *tok = strtok_r(NULL, " \t", save);
+
+	if (!tok)
+		fail("%s:%lu: %s is missing", src_name, lineno, what);
+	if (wg_parse_mac(tok, mac))
+		fail("%s:%lu: %s is a MAC address, aa:bb:cc:dd:ee:ff, not '%s'", src_name, lineno, what, tok);
 }
 
 static void file_header(uint32_t linktype)
@@ -141,8 +157,8 @@ static size_t frame(uint8_t *f, uint16_t sport, uint16_t dport, const uint8_t *m
 	uint8_t *ip = f + ETH_HLEN, *udp = ip + IP_MIN_HLEN;
 
 	memset(f, 0, ETH_HLEN + IP_MIN_HLEN + UDP_HLEN);
-	f[0] = 0x52, f[1] = 0x54, f[5] = 0x01;	/* to 52:54:00:00:00:01 */
-	f[6] = 0x52, f[7] = 0x54, f[11] = 0x02;	/* from 52:54:00:00:00:02 */
+	memcpy(f, eth_dst, ETH_ALEN);
+	memcpy(f + ETH_ALEN, eth_src, ETH_ALEN);
 	be16(f + 12, ETHERTYPE_IPV4);
 	ip[0] = 0x45;
 	be16(ip + 2, (uint16_t)(IP_MIN_HLEN + UDP_HLEN + len));
@@ -186,6 +202,9 @@ int main(int argc, char **argv)
 				fail("%s:%lu: linktype after the first frame", src_name, lineno);
 			file_header((uint32_t)number(&save, "link type", UINT32_MAX));
 			header = 1;
+		} else if (!strcmp(word, "ether")) {
+			address(&save, "source", eth_src);
+			address(&save, "destination", eth_dst);
 		} else if (!strcmp(word, "cut")) {
 			cut = (long long)number(&save, "bytes", FRAME_MAX);
 		} else if (!strcmp(word, "udp")) {
@@ -205,7 +224,7 @@ int main(int argc, char **argv)
 			if (cut >= 0)
 				break;
 		} else {
-			fail("%s:%lu: unknown statement '%s' (linktype, udp, cut)", src_name, lineno, word);
+			fail("%s:%lu: unknown statement '%s' (linktype, ether, udp, cut)", src_name, lineno, word);
 		}
 	}
 	if (!header)

@@ -2,29 +2,59 @@
 /*
  * wg-detect: did restored clones of one VM reuse WireGuard nonces?
  *
- *   wg-detect -p PORT [-m MARKER-PORT] [-j OUT.json] CLONE.pcap...
+ *   wg-detect -p PORT [-m MARKER-PORT] [-M MAC] [-o ORIGINAL.pcap] [-j OUT.json] CLONE.pcap...
  *
  * Each CLONE.pcap is QEMU's filter-dump of one clone, both directions, from
  * its restore on.  t0 is the first frame sent to MARKER-PORT (the guest's
  * heartbeat: frames can arrive while the clone is still loading, with a
  * clock not yet restored), or without -m the first frame.  PORT is the VM's WireGuard UDP port: a message from
  * it was sent by the VM, one to it was received, and one from it to it is
- * an error (give the peer another port).  For each clone:
- *  - prefork_packets: data the VM sent under a session this capture did not
- *    see being set up, i.e. with a keypair from before the snapshot, and
- *    prefork_last_us, when it sent the last of them;
- *  - inflight_packets: those of them that were already sealed and queued
- *    on the NIC at the snapshot, not counted in prefork_packets: with -m
- *    and two clones or more, a pre-fork message that every clone sent byte
- *    for byte before its heartbeat (wgpcap.h, wg_compare());
+ * an error (give the peer another port).
+ *
+ * -M MAC (aa:bb:cc:dd:ee:ff), the VM's: who sent a frame is told by its
+ * Ethernet addresses instead, so a peer may use PORT too.  A message from
+ * MAC (and from PORT) was sent by the VM, one to MAC (and to PORT) was
+ * received, one from MAC to MAC is an error; a frame neither from nor to
+ * MAC (a sibling clone's, flooded by a switch) is counted in
+ * foreign_frames and ignored, even as a heartbeat.
+ *
+ * -o ORIGINAL.pcap, the original VM's capture up to the snapshot (read like
+ * the clones, with -M if given, but without a marker: there is no resume
+ * to time): every session it held keys for is a pre-fork session, told by
+ * its receiver index (a handshake the VM completed, a response it sent,
+ * data it sent under the index) and, where the handshake is seen, its
+ * ephemeral keys; each of its handshake messages is kept byte for byte.
+ * The clones' data is then attributed by matching, not by absence.
+ *
+ * For each clone:
+ *  - prefork_packets: data the VM sent under a pre-fork session, and
+ *    prefork_last_us, when it sent the last of them.  Without -o, a
+ *    session this capture did not see being set up, i.e. with a keypair
+ *    from before the snapshot; with -o, a session of the original's whose
+ *    index no post-fork session of this clone's has taken since;
+ *  - unattributed_packets (-o; else 0): data under an index that is
+ *    neither a pre-fork session's nor a post-fork one's, or both (an index
+ *    handed out again for other keys): counted apart, never as either;
+ *  - inflight_packets: those of the pre-fork ones that were already sealed
+ *    and queued on the NIC at the snapshot, not counted in prefork_packets:
+ *    with -m and two clones or more, a pre-fork message that every clone
+ *    sent byte for byte before its heartbeat (wgpcap.h, wg_compare());
+ *  - postfork_sessions: how many receiver indices the capture shows a
+ *    post-fork session set up for: an initiation and its response.  With
+ *    -o both after t0, neither a byte copy of a message in the original's
+ *    capture (a frame in flight or replayed), and not the same index and
+ *    ephemeral keys as a session of the original's;
  *  - first_initiation_us (the VM's first initiation), handshake_us (the
- *    first handshake completed: a response to one of the VM's initiations,
- *    or any response it sent) and first_new_data_us (the first data it sent
- *    under a post-fork session: one whose initiation and response are both
- *    in the capture);
+ *    first handshake completed: without -o a response to one of the VM's
+ *    initiations, or any response it sent; with -o the first post-fork
+ *    session, so that a response alone, sealed before the snapshot, is no
+ *    rekey) and first_new_data_us (the first data it sent under a post-fork
+ *    session);
+ *  - foreign_frames (-M; else 0);
  *  - peers: for each UDP port the VM sent an initiation to (a VM with many
  *    peers reaches each at its own port), when it first did and when the
- *    first answer to one came back (JSON only).
+ *    first answer to one came back (with -o: one that set up a post-fork
+ *    session) (JSON only).
  * Times are microseconds after t0, -1 for never.  Across clones, every pair
  * that sent the same (session, counter) is either a nonce reuse
  * (different bytes: the same key and nonce over two plaintexts) or an
@@ -32,9 +62,15 @@
  * one set up after the restore also its two ephemeral keys: two restores of
  * one peer may hand two clones the same index for different keys.
  *
- * Prints one line per clone and one for the pairs, and with -j a JSON
- * object.  Exit 0 whatever it found (the caller judges), or 2 with one
- * line on bad usage or a capture it cannot read whole.
+ * Prints one line per clone (with -o, first one for the original: its
+ * frames, prefork_sessions, how many indices it held keys for, and
+ * handshake_messages) and one for the pairs, and with -j a JSON object:
+ * "port", "original" (those counts, "file" and "foreign_frames"; null
+ * without -o: a reader can tell how the clones' data was attributed),
+ * "mac" (null without -M), "clones", "nonce_reuse_pairs",
+ * "identical_pairs".  Exit 0 whatever it found (the caller judges), or 2
+ * with one line on bad usage or a capture (the original's too) it cannot
+ * read whole.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -49,7 +85,14 @@
 
 const char *tool_name = "wg-detect";
 
-#define USAGE "usage: wg-detect -p PORT [-m MARKER-PORT] [-j OUT.json] CLONE.pcap..."
+#define USAGE "usage: wg-detect -p PORT [-m MARKER-PORT] [-M MAC] [-o ORIGINAL.pcap] [-j OUT.json] CLONE.pcap..."
+
+struct options {
+	uint16_t port, marker;
+	int by_mac;
+	uint8_t mac[ETH_ALEN];
+	const char *original, *json;
+};
 
 struct clone {
 	char *name;
@@ -69,6 +112,13 @@ static uint16_t parse_port(const char *s)
 	return (uint16_t)v;
 }
 
+static void parse_mac(struct options *o, const char *s)
+{
+	if (wg_parse_mac(s, o->mac))
+		fail("a MAC address is six bytes in hex, aa:bb:cc:dd:ee:ff, not '%s'", s);
+	o->by_mac = 1;
+}
+
 /* The clone's name: the file's basename without ".pcap". */
 static char *clone_name(const char *path)
 {
@@ -86,28 +136,47 @@ static char *clone_name(const char *path)
 	return name;
 }
 
-static void load(struct clone *cl, const char *path, uint16_t port, uint16_t marker)
+static void load(struct clone *cl, const char *path, const struct options *o,
+		 const struct wg_capture *origin)
 {
 	FILE *f = fopen(path, "rb");
 
 	cl->path = path;
 	cl->name = clone_name(path);
-	wg_capture_init(&cl->cap, port, marker);
+	wg_capture_init(&cl->cap, o->port, o->marker);
+	if (o->by_mac)
+		wg_capture_by_mac(&cl->cap, o->mac);
+	cl->cap.origin = origin;
 	if (!f)
 		fail("%s: cannot read: %s", path, strerror(errno));
 	if (wg_capture_load(&cl->cap, f, path))
 		fail("%s", cl->cap.error);
 }
 
+/* The original's capture, with no marker: it was never restored. */
+static void load_original(struct wg_capture *c, const struct options *o)
+{
+	FILE *f = fopen(o->original, "rb");
+
+	wg_capture_init(c, o->port, 0);
+	if (o->by_mac)
+		wg_capture_by_mac(c, o->mac);
+	if (!f)
+		fail("-o %s: cannot read: %s", o->original, strerror(errno));
+	if (wg_origin_load(c, f, o->original))
+		fail("-o %s", c->error);
+}
+
 /* ---- output ---------------------------------------------------------------- */
 
-static void print_clone(const struct clone *cl)
+/* The line of old, then what only -o and -M count, so that it is unchanged without. */
+static void print_clone(const struct clone *cl, const struct options *o)
 {
 	const struct wg_capture *c = &cl->cap;
 
 	printf("%s: t0=%lld prefork_packets=%llu inflight_packets=%llu first_initiation_us=%lld handshake_us=%lld "
 	       "first_new_data_us=%lld data_sent=%llu data_received=%llu "
-	       "prefork_last_us=%lld reused_with_other_clones=%llu frames=%llu malformed=%llu\n",
+	       "prefork_last_us=%lld reused_with_other_clones=%llu frames=%llu malformed=%llu",
 	       cl->name, (long long)c->t0_us, (unsigned long long)c->prefork_packets,
 	       (unsigned long long)c->inflight_packets,
 	       (long long)c->first_initiation_us, (long long)c->handshake_us,
@@ -115,6 +184,19 @@ static void print_clone(const struct clone *cl)
 	       (unsigned long long)c->data_received, (long long)c->prefork_last_us,
 	       (unsigned long long)c->reused, (unsigned long long)c->frames,
 	       (unsigned long long)c->malformed);
+	if (o->original)
+		printf(" unattributed_packets=%llu postfork_sessions=%llu",
+		       (unsigned long long)c->unattributed_packets, (unsigned long long)c->postfork.n);
+	if (o->by_mac)
+		printf(" foreign_frames=%llu", (unsigned long long)c->foreign);
+	putchar('\n');
+}
+
+static void print_original(const struct wg_capture *c)
+{
+	printf("original: frames=%llu prefork_sessions=%llu handshake_messages=%llu\n",
+	       (unsigned long long)c->frames, (unsigned long long)c->derived.n,
+	       (unsigned long long)c->nshakes);
 }
 
 static void add_int(struct json_object *o, const char *key, int64_t v)
@@ -167,6 +249,7 @@ static struct json_object *clone_json(const struct clone *cl)
 	add_int(o, "prefork_packets", (int64_t)c->prefork_packets);
 	add_int(o, "prefork_last_us", c->prefork_last_us);
 	add_int(o, "inflight_packets", (int64_t)c->inflight_packets);
+	add_int(o, "unattributed_packets", (int64_t)c->unattributed_packets);
 	add_int(o, "first_initiation_us", c->first_initiation_us);
 	add_int(o, "handshake_us", c->handshake_us);
 	add_int(o, "first_new_data_us", c->first_new_data_us);
@@ -174,8 +257,36 @@ static struct json_object *clone_json(const struct clone *cl)
 	add_int(o, "data_received", (int64_t)c->data_received);
 	add_int(o, "reused_with_other_clones", (int64_t)c->reused);
 	add_int(o, "self_reuse", (int64_t)c->self_reuse);
+	add_int(o, "foreign_frames", (int64_t)c->foreign);
 	json_object_object_add(o, "peers", peers_json(c));
 	return o;
+}
+
+/* What the clones were matched with; null without -o. */
+static struct json_object *original_json(const struct wg_capture *c, const struct options *opt)
+{
+	struct json_object *o;
+
+	if (!opt->original)
+		return NULL;
+	o = json_object_new_object();
+	json_object_object_add(o, "file", json_object_new_string(opt->original));
+	add_int(o, "frames", (int64_t)c->frames);
+	add_int(o, "foreign_frames", (int64_t)c->foreign);
+	add_int(o, "prefork_sessions", (int64_t)c->derived.n);
+	add_int(o, "handshake_messages", (int64_t)c->nshakes);
+	return o;
+}
+
+static struct json_object *mac_json(const struct options *o)
+{
+	char s[18];
+
+	if (!o->by_mac)
+		return NULL;
+	snprintf(s, sizeof(s), "%02x:%02x:%02x:%02x:%02x:%02x",
+		 o->mac[0], o->mac[1], o->mac[2], o->mac[3], o->mac[4], o->mac[5]);
+	return json_object_new_string(s);
 }
 
 static void write_json(const char *path, struct json_object *out)
@@ -190,50 +301,56 @@ static void write_json(const char *path, struct json_object *out)
 		fail("cannot write %s: %s", path, strerror(errno));
 }
 
-static void report(struct clone *cl, int n, uint16_t port, uint64_t reuse, uint64_t identical,
-		   const char *json_path)
+static void report(struct clone *cl, int n, const struct wg_capture *original,
+		   const struct options *o, uint64_t reuse, uint64_t identical)
 {
 	struct json_object *out, *clones;
 	int k;
 
+	if (o->original)
+		print_original(original);
 	for (k = 0; k < n; k++)
-		print_clone(&cl[k]);
+		print_clone(&cl[k], o);
 	printf("nonce_reuse_pairs=%llu identical_pairs=%llu\n",
 	       (unsigned long long)reuse, (unsigned long long)identical);
 	if (fflush(stdout))
 		fail("cannot write the summary: %s", strerror(errno));
-	if (!json_path)
+	if (!o->json)
 		return;
 	out = json_object_new_object();
 	clones = json_object_new_array();
 	for (k = 0; k < n; k++)
 		json_object_array_add(clones, clone_json(&cl[k]));
-	add_int(out, "port", port);
+	add_int(out, "port", o->port);
+	json_object_object_add(out, "original", original_json(original, o));
+	json_object_object_add(out, "mac", mac_json(o));
 	json_object_object_add(out, "clones", clones);
 	add_int(out, "nonce_reuse_pairs", (int64_t)reuse);
 	add_int(out, "identical_pairs", (int64_t)identical);
-	write_json(json_path, out);
+	write_json(o->json, out);
 	json_object_put(out);
 }
 
-int main(int argc, char **argv)
+static void parse_options(int argc, char **argv, struct options *o)
 {
-	const char *json_path = NULL;
-	struct wg_capture **caps;
-	uint64_t reuse, identical;
-	struct clone *cl;
-	int opt, n, k, port = 0, marker = 0;
+	int opt;
 
-	while ((opt = getopt(argc, argv, ":p:m:j:")) != -1) {
+	while ((opt = getopt(argc, argv, ":p:m:M:o:j:")) != -1) {
 		switch (opt) {
 		case 'p':
-			port = parse_port(optarg);
+			o->port = parse_port(optarg);
 			break;
 		case 'm':
-			marker = parse_port(optarg);
+			o->marker = parse_port(optarg);
+			break;
+		case 'M':
+			parse_mac(o, optarg);
+			break;
+		case 'o':
+			o->original = optarg;
 			break;
 		case 'j':
-			json_path = optarg;
+			o->json = optarg;
 			break;
 		case ':':
 			fail("-%c wants an argument; " USAGE, optopt);
@@ -241,24 +358,40 @@ int main(int argc, char **argv)
 			fail("unknown option -%c; " USAGE, optopt);
 		}
 	}
-	if (!port)
+	if (!o->port)
 		fail("-p PORT is missing; " USAGE);
+}
+
+int main(int argc, char **argv)
+{
+	struct options o = { 0 };
+	struct wg_capture **caps, original;
+	uint64_t reuse, identical;
+	struct clone *cl;
+	int n, k;
+
+	parse_options(argc, argv, &o);
 	n = argc - optind;
 	if (n < 1)
 		fail("no capture given; " USAGE);
+	/* First, so that a clone is matched with it frame by frame as it is read. */
+	wg_capture_init(&original, o.port, 0);
+	if (o.original)
+		load_original(&original, &o);
 	cl = xcalloc(n, sizeof(*cl));
 	caps = xcalloc(n, sizeof(*caps));
 	for (k = 0; k < n; k++) {
-		load(&cl[k], argv[optind + k], (uint16_t)port, (uint16_t)marker);
+		load(&cl[k], argv[optind + k], &o, o.original ? &original : NULL);
 		caps[k] = &cl[k].cap;
 	}
 
 	wg_compare(caps, n, &reuse, &identical);
-	report(cl, n, (uint16_t)port, reuse, identical, json_path);
+	report(cl, n, &original, &o, reuse, identical);
 	for (k = 0; k < n; k++) {
 		wg_capture_free(&cl[k].cap);
 		free(cl[k].name);
 	}
+	wg_capture_free(&original);
 	free(caps);
 	free(cl);
 	return 0;

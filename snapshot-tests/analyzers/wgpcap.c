@@ -92,6 +92,8 @@ static int wg_message(const uint8_t *p, size_t len, struct wg_msg *m)
 	if (len < 4 || p[1] || p[2] || p[3])
 		return -1;
 	m->type = p[0];
+	m->bytes = p;
+	m->len = len;
 	if (m->type == WG_DATA) {
 		if (len < WG_DATA_MIN_LEN || (len - WG_DATA_HLEN) % 16)
 			return -1;
@@ -127,19 +129,48 @@ static int udp_dport(const uint8_t *frame, size_t len)
 	return dport;
 }
 
-int wg_classify(const uint8_t *frame, size_t len, uint16_t port, struct wg_msg *m)
+/*
+ * With the VM's MAC, the Ethernet addresses say who sent a message: a peer
+ * may listen on the VM's port too.  The VM's end must still be the port,
+ * where its WireGuard listens; anything else the VM sends is other UDP.
+ */
+static int by_mac(int from_vm, int to_vm, uint16_t port, uint16_t sport, uint16_t dport,
+		  struct wg_msg *m)
+{
+	if (from_vm && to_vm)
+		return WGF_AMBIGUOUS;
+	if (from_vm && sport == port) {
+		m->remote_port = dport;
+		return WGF_SENT;
+	}
+	if (to_vm && dport == port) {
+		m->remote_port = sport;
+		return WGF_RECEIVED;
+	}
+	return WGF_OTHER;
+}
+
+int wg_classify(const uint8_t *frame, size_t len, uint16_t port, const uint8_t *mac, struct wg_msg *m)
 {
 	const uint8_t *pl = NULL;
 	uint16_t sport = 0, dport = 0;
 	size_t plen = 0;
-	int class;
+	int class, from_vm = 0, to_vm = 0;
 
 	memset(m, 0, sizeof(*m));
+	if (mac && len >= ETH_HLEN) {
+		to_vm = !memcmp(frame, mac, ETH_ALEN);
+		from_vm = !memcmp(frame + ETH_ALEN, mac, ETH_ALEN);
+		if (!from_vm && !to_vm)
+			return WGF_FOREIGN;
+	}
 	class = udp_payload(frame, len, &pl, &plen, &sport, &dport);
 	if (class != WGF_OTHER || (sport != port && dport != port))
 		return class;
 	if (wg_message(pl, plen, m))
 		return WGF_OTHER;
+	if (mac)
+		return by_mac(from_vm, to_vm, port, sport, dport, m);
 	if (sport == port && dport == port)
 		return WGF_AMBIGUOUS;
 	m->remote_port = sport == port ? dport : sport;
@@ -227,11 +258,21 @@ void wg_capture_init(struct wg_capture *c, uint16_t port, uint16_t marker)
 	c->first_new_data_us = -1;
 }
 
+void wg_capture_by_mac(struct wg_capture *c, const uint8_t mac[ETH_ALEN])
+{
+	c->by_mac = 1;
+	memcpy(c->mac, mac, ETH_ALEN);
+}
+
 void wg_capture_free(struct wg_capture *c)
 {
 	set_free(&c->initiated);
 	set_free(&c->answering);
 	set_free(&c->postfork);
+	set_free(&c->derived);
+	free(c->shakes);
+	c->shakes = NULL;
+	c->nshakes = c->shakes_cap = 0;
 	free(c->hello.v);
 	free(c->sessions.v);
 	memset(&c->hello, 0, sizeof(c->hello));
@@ -292,17 +333,119 @@ static uint64_t indices_find(const struct wg_indices *l, uint32_t index)
 	return 0;
 }
 
-/* A post-fork session: its index, named by both of its ephemeral keys. */
-static int session_add(struct wg_capture *c, uint32_t index, uint64_t initiator, uint64_t responder)
-{
-	uint64_t id = initiator ^ (responder * 0x9e3779b97f4a7c15ULL);
+/* ---- what an original keeps for its clones ---------------------------------- */
 
-	if (set_add(&c->postfork, index))
+/* An original held keys for the session whose data goes to INDEX. */
+static int derive(struct wg_capture *c, uint32_t index)
+{
+	if (c->record && set_add(&c->derived, index))
 		return bad(c, "out of memory");
-	return indices_add(c, &c->sessions, index, id ?: 1);
+	return 0;
 }
 
-static int keep_data(struct wg_capture *c, int64_t t, const struct wg_msg *m, int prefork)
+/* An original's handshake message, byte for byte (see struct wg_shake). */
+static int keep_shake(struct wg_capture *c, const struct wg_msg *m)
+{
+	struct wg_shake *s;
+
+	if (!c->record || (m->type != WG_INITIATION && m->type != WG_RESPONSE))
+		return 0;
+	if (grow(c, (void **)&c->shakes, &c->shakes_cap, c->nshakes, sizeof(*c->shakes), 16))
+		return -1;
+	s = &c->shakes[c->nshakes++];
+	memset(s, 0, sizeof(*s));
+	s->hash = payload_hash(m->bytes, m->len);
+	s->len = (uint32_t)m->len;
+	memcpy(s->bytes, m->bytes, m->len);
+	return 0;
+}
+
+static int cmp_shake(const void *pa, const void *pb)
+{
+	const struct wg_shake *a = pa, *b = pb;
+
+	if (a->hash != b->hash)
+		return a->hash < b->hash ? -1 : 1;
+	if (a->len != b->len)
+		return a->len < b->len ? -1 : 1;
+	return memcmp(a->bytes, b->bytes, a->len);
+}
+
+/* Is M a byte copy of one of the original O's handshake messages? */
+static int is_copy(const struct wg_capture *o, const struct wg_msg *m)
+{
+	struct wg_shake key = { .hash = payload_hash(m->bytes, m->len), .len = (uint32_t)m->len };
+
+	if (!o->nshakes || m->len > sizeof(key.bytes))
+		return 0;
+	memcpy(key.bytes, m->bytes, m->len);
+	return bsearch(&key, o->shakes, o->nshakes, sizeof(key), cmp_shake) != NULL;
+}
+
+/* Did the original O set up the session at INDEX with the keys ID? */
+static int origin_session(const struct wg_capture *o, uint32_t index, uint64_t id)
+{
+	size_t i;
+
+	for (i = 0; i < o->sessions.n; i++)
+		if (o->sessions.v[i].index == index && o->sessions.v[i].ephemeral == id)
+			return 1;
+	return 0;
+}
+
+/*
+ * With an original, a handshake message makes a post-fork session only if
+ * the clone handled it after its resume and it is no copy of the
+ * original's: one before t0 was sealed before the snapshot (a frame in
+ * flight, or queued by the peer), one with the original's bytes is a
+ * replay.  Without an original, every message does.
+ */
+static int fresh(const struct wg_capture *c, const struct wg_msg *m)
+{
+	return !c->origin || (c->t0_us >= 0 && !is_copy(c->origin, m));
+}
+
+/* ---- sessions ---------------------------------------------------------------- */
+
+/* A session's name: both of its ephemeral keys. */
+static uint64_t session_id(uint64_t initiator, uint64_t responder)
+{
+	return (initiator ^ (responder * 0x9e3779b97f4a7c15ULL)) ?: 1;
+}
+
+/* A post-fork session: its index, named by both of its ephemeral keys. */
+static int session_add(struct wg_capture *c, uint32_t index, uint64_t id)
+{
+	if (set_add(&c->postfork, index))
+		return bad(c, "out of memory");
+	return derive(c, index) ?: indices_add(c, &c->sessions, index, id);
+}
+
+/*
+ * The VM completed a handshake at T: INDEX is where its data now goes,
+ * INITIATOR the initiation's ephemeral, M the response, PEER the peer it
+ * had initiated to (NULL when it answered).  With an original, one that
+ * sets up one of the original's sessions again (the same index and keys)
+ * is that session and no rekey.
+ */
+static int handshake(struct wg_capture *c, int64_t t, uint32_t index, uint64_t initiator,
+		     const struct wg_msg *m, struct wg_peer *peer)
+{
+	uint64_t id = session_id(initiator, m->ephemeral);
+
+	if (c->origin && origin_session(c->origin, index, id))
+		return 0;
+	if (c->handshake_us < 0)
+		c->handshake_us = t;
+	if (peer && peer->handshake_us < 0)
+		peer->handshake_us = t;
+	return session_add(c, index, id);
+}
+
+/* What a data message the VM sent turned out to be. */
+enum wg_attr { WGA_POSTFORK, WGA_PREFORK, WGA_UNATTRIBUTED };
+
+static int keep_data(struct wg_capture *c, int64_t t, const struct wg_msg *m, enum wg_attr attr)
 {
 	struct wg_data *d;
 
@@ -312,7 +455,8 @@ static int keep_data(struct wg_capture *c, int64_t t, const struct wg_msg *m, in
 	memset(d, 0, sizeof(*d));
 	d->receiver = m->receiver;
 	d->us = t;
-	d->prefork = (uint8_t)prefork;
+	d->prefork = attr == WGA_PREFORK;
+	d->unattributed = attr == WGA_UNATTRIBUTED;
 	d->early = c->marker && c->t0_us < 0;
 	d->session = indices_find(&c->sessions, m->receiver);
 	d->counter = m->counter;
@@ -348,12 +492,46 @@ static struct wg_peer *peer_at(struct wg_capture *c, uint16_t port, int add)
 	return p;
 }
 
+static int postfork_data(struct wg_capture *c, int64_t t, const struct wg_msg *m)
+{
+	if (c->first_new_data_us < 0)
+		c->first_new_data_us = t;
+	return keep_data(c, t, m, WGA_POSTFORK);
+}
+
+static int prefork_data(struct wg_capture *c, int64_t t, const struct wg_msg *m)
+{
+	c->prefork_packets++;
+	c->prefork_last_us = t;
+	return keep_data(c, t, m, WGA_PREFORK);
+}
+
+/*
+ * With an original, by matching (see struct wg_capture): an index that
+ * names both a pre-fork and a post-fork session cannot say which keys
+ * sealed the message, one that names neither says nothing; either is
+ * unattributed, never a guess.
+ */
+static int matched_data(struct wg_capture *c, int64_t t, const struct wg_msg *m)
+{
+	int pre = set_has(&c->origin->derived, m->receiver);
+	int post = set_has(&c->postfork, m->receiver);
+
+	if (post && !pre)
+		return postfork_data(c, t, m);
+	if (pre && !post)
+		return prefork_data(c, t, m);
+	c->unattributed_packets++;
+	return keep_data(c, t, m, WGA_UNATTRIBUTED);
+}
+
 /*
  * A session is post-fork when this capture shows its whole handshake: our
  * initiation answered (the responder's index is where we send), or an
  * initiation we answered (the initiator's index is).  A response alone is
  * not enough: its keys may have been derived before the snapshot and the
- * frame only left the queue after the restore.
+ * frame only left the queue after the restore.  Without an original, any
+ * response the VM sent is its handshake_us all the same.
  */
 static int sent_msg(struct wg_capture *c, int64_t t, const struct wg_msg *m)
 {
@@ -368,47 +546,42 @@ static int sent_msg(struct wg_capture *c, int64_t t, const struct wg_msg *m)
 			return bad(c, "out of memory");
 		if (p->initiation_us < 0)
 			p->initiation_us = t;
-		if (set_add(&c->initiated, m->sender))
+		if (fresh(c, m) && set_add(&c->initiated, m->sender))
 			return bad(c, "out of memory");
 		return indices_add(c, &c->hello, m->sender, m->ephemeral);
 	case WG_RESPONSE:
-		if (c->handshake_us < 0)
+		if (!c->origin && c->handshake_us < 0)
 			c->handshake_us = t;
-		if (!set_has(&c->answering, m->receiver))
+		if (derive(c, m->receiver))
+			return -1;
+		if (!set_has(&c->answering, m->receiver) || !fresh(c, m))
 			return 0;
-		return session_add(c, m->receiver, indices_find(&c->hello, m->receiver), m->ephemeral);
+		return handshake(c, t, m->receiver, indices_find(&c->hello, m->receiver), m, NULL);
 	case WG_DATA:
 		c->data_sent++;
-		if (set_has(&c->postfork, m->receiver)) {
-			if (c->first_new_data_us < 0)
-				c->first_new_data_us = t;
-			return keep_data(c, t, m, 0);
-		}
-		c->prefork_packets++;
-		c->prefork_last_us = t;
-		return keep_data(c, t, m, 1);
+		if (derive(c, m->receiver))
+			return -1;
+		if (c->origin)
+			return matched_data(c, t, m);
+		if (set_has(&c->postfork, m->receiver))
+			return postfork_data(c, t, m);
+		return prefork_data(c, t, m);
 	}
 	return 0;
 }
 
 static int received_msg(struct wg_capture *c, int64_t t, const struct wg_msg *m)
 {
-	struct wg_peer *p;
-
 	switch (m->type) {
 	case WG_INITIATION:
-		if (set_add(&c->answering, m->sender))
+		if (fresh(c, m) && set_add(&c->answering, m->sender))
 			return bad(c, "out of memory");
 		return indices_add(c, &c->hello, m->sender, m->ephemeral);
 	case WG_RESPONSE:
-		if (!set_has(&c->initiated, m->receiver))
+		if (!set_has(&c->initiated, m->receiver) || !fresh(c, m))
 			return 0;
-		if (c->handshake_us < 0)
-			c->handshake_us = t;
-		p = peer_at(c, m->remote_port, 0);
-		if (p && p->handshake_us < 0)
-			p->handshake_us = t;
-		return session_add(c, m->sender, indices_find(&c->hello, m->receiver), m->ephemeral);
+		return handshake(c, t, m->sender, indices_find(&c->hello, m->receiver), m,
+				 peer_at(c, m->remote_port, 0));
 	case WG_DATA:
 		c->data_received++;
 		return 0;
@@ -427,6 +600,12 @@ int wg_capture_frame(struct wg_capture *c, int64_t t_us, const uint8_t *frame, s
 	int class;
 
 	c->frames++;
+	class = wg_classify(frame, len, c->port, c->by_mac ? c->mac : NULL, &m);
+	/* A sibling's frame flooded to this clone is none of its own, not even its heartbeat. */
+	if (class == WGF_FOREIGN) {
+		c->foreign++;
+		return 0;
+	}
 	if (c->t0_us < 0 && (!c->marker || udp_dport(frame, len) == c->marker))
 		c->t0_us = t_us;
 	/* A host clock stepped back puts a frame at t0, never at "-1: never". */
@@ -434,7 +613,6 @@ int wg_capture_frame(struct wg_capture *c, int64_t t_us, const uint8_t *frame, s
 		t = 0;
 	else if (__builtin_sub_overflow(t_us, c->t0_us, &t))
 		t = INT64_MAX;
-	class = wg_classify(frame, len, c->port, &m);
 	if (class <= WGF_OTHER) {
 		(*not_wireguard[class])++;
 		return 0;
@@ -442,12 +620,15 @@ int wg_capture_frame(struct wg_capture *c, int64_t t_us, const uint8_t *frame, s
 	switch (class) {
 	case WGF_SENT:
 		c->sent[m.type]++;
-		return sent_msg(c, t, &m);
+		return keep_shake(c, &m) ?: sent_msg(c, t, &m);
 	case WGF_RECEIVED:
 		c->received[m.type]++;
-		return received_msg(c, t, &m);
+		return keep_shake(c, &m) ?: received_msg(c, t, &m);
 	}
 	/* WGF_AMBIGUOUS: counting it either way would be a silent guess. */
+	if (c->by_mac)
+		return bad(c, "record %llu: a WireGuard message from the VM's MAC to itself: "
+			   "cannot tell who sent it", (unsigned long long)c->frames);
 	return bad(c, "record %llu: a WireGuard message from port %u to port %u: cannot tell who sent it",
 		   (unsigned long long)c->frames, c->port, c->port);
 }
@@ -524,6 +705,27 @@ int wg_capture_load(struct wg_capture *c, FILE *f, const char *name)
 	}
 	pcap_close(p);
 	return rc;
+}
+
+void wg_origin_begin(struct wg_capture *o)
+{
+	o->record = 1;
+}
+
+/* Sorted, so that each of a clone's handshake messages is one search. */
+void wg_origin_seal(struct wg_capture *o)
+{
+	if (o->nshakes)
+		qsort(o->shakes, o->nshakes, sizeof(*o->shakes), cmp_shake);
+}
+
+int wg_origin_load(struct wg_capture *o, FILE *f, const char *name)
+{
+	wg_origin_begin(o);
+	if (wg_capture_load(o, f, name))
+		return -1;
+	wg_origin_seal(o);
+	return 0;
 }
 
 /* ---- across clones ---------------------------------------------------------- */

@@ -24,6 +24,7 @@
 #define WG_DATA_MIN_LEN 32
 #define WG_TAG_LEN 16
 #define WG_KEY_LEN 32
+#define ETH_ALEN 6
 
 /* WireGuard message types: the first byte, then three zero bytes. */
 enum wg_type {
@@ -50,7 +51,38 @@ static const struct wg_layout wg_layouts[WG_NTYPES] = {
 	[WG_COOKIE] = { WG_COOKIE_LEN, 0, 4, 0 },
 };
 
-/* What one Ethernet frame turned out to be. */
+/* A hex digit's value, or -1. */
+static inline int wg_hex(int ch)
+{
+	if (ch >= '0' && ch <= '9')
+		return ch - '0';
+	ch |= 0x20;
+	return ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
+}
+
+/*
+ * "aa:bb:cc:dd:ee:ff" into MAC: 0, or -1 for anything else.  Here, not in
+ * wgpcap.c, because pcap-synth writes the addresses wg-detect reads.
+ */
+static inline int wg_parse_mac(const char *s, uint8_t mac[ETH_ALEN])
+{
+	int i, hi, lo;
+
+	for (i = 0; i < ETH_ALEN; i++, s += 3) {
+		hi = wg_hex(s[0]);
+		lo = hi < 0 ? -1 : wg_hex(s[1]);
+		if (lo < 0 || s[2] != (i < ETH_ALEN - 1 ? ':' : '\0'))
+			return -1;
+		mac[i] = (uint8_t)(hi << 4 | lo);
+	}
+	return 0;
+}
+
+/*
+ * What one Ethernet frame turned out to be.  Who sent a WireGuard message
+ * is told by the VM's UDP port, or with the VM's MAC address by the
+ * Ethernet addresses: then the VM's end must still be the port.
+ */
 enum wg_class {
 	WGF_MALFORMED,	/* lengths that do not add up */
 	WGF_NOT_UDP,	/* another ethertype or IP protocol */
@@ -58,7 +90,8 @@ enum wg_class {
 	WGF_OTHER,	/* UDP, but no WireGuard message to or from the port */
 	WGF_SENT,	/* a WireGuard message from the port: the VM sent it */
 	WGF_RECEIVED,	/* a WireGuard message to the port */
-	WGF_AMBIGUOUS,	/* a WireGuard message from the port to the port */
+	WGF_AMBIGUOUS,	/* a WireGuard message from the port to the port (or MAC) */
+	WGF_FOREIGN,	/* by MAC: neither from nor to the VM (a sibling's, flooded) */
 };
 
 struct wg_msg {
@@ -69,10 +102,16 @@ struct wg_msg {
 	uint64_t ephemeral;	/* initiation, response: a hash of the ephemeral key */
 	const uint8_t *payload;	/* WG_DATA: the encrypted packet and its tag */
 	size_t payload_len;
+	const uint8_t *bytes;	/* the whole message */
+	size_t len;
 };
 
-/* Classify one frame; *m is filled in for WGF_SENT, _RECEIVED and _AMBIGUOUS. */
-int wg_classify(const uint8_t *frame, size_t len, uint16_t port, struct wg_msg *m);
+/*
+ * Classify one frame, by the port, or with MAC (NULL: by the port) by the
+ * Ethernet addresses; *m is filled in for WGF_SENT, _RECEIVED and
+ * _AMBIGUOUS.
+ */
+int wg_classify(const uint8_t *frame, size_t len, uint16_t port, const uint8_t *mac, struct wg_msg *m);
 
 /*
  * A transport-data message the VM sent.  The payload is kept as its length,
@@ -89,7 +128,8 @@ struct wg_data {
 	uint32_t len;
 	uint8_t tag[16];
 	uint8_t reused;		/* another clone sent this key with other bytes */
-	uint8_t prefork;	/* under a session this capture did not see set up */
+	uint8_t prefork;	/* under a pre-fork session (see struct wg_capture) */
+	uint8_t unattributed;	/* with an original: under neither kind of session */
 	uint8_t early;		/* sent before the first frame to the marker port */
 	uint8_t inflight;	/* and sent alike by every other clone: see wg_compare() */
 };
@@ -112,6 +152,17 @@ struct wg_indices {
 };
 
 /*
+ * A handshake message of the original's, kept byte for byte: a clone's
+ * message with the same bytes is a copy (a frame replayed from a queue,
+ * or resent), not a handshake made after the fork.
+ */
+struct wg_shake {
+	uint64_t hash;
+	uint32_t len;
+	uint8_t bytes[WG_INITIATION_LEN];
+};
+
+/*
  * One peer of the VM, told apart by its UDP port (a VM with many peers
  * reaches each at its own port): when the VM first sent it an initiation
  * and when the first answer to one of ours came back.
@@ -125,13 +176,27 @@ struct wg_peer {
  * Times are in microseconds, relative to t0_us: the first frame sent to the
  * marker port (the VM's heartbeat), or with no marker port the first frame.
  * -1 means "never".
+ *
+ * A data message the VM sent is attributed in one of two ways.  Without an
+ * original (origin NULL), by absence: it is post-fork when this capture
+ * shows the whole handshake of its receiver index, else pre-fork.  With
+ * the original VM's capture up to the snapshot (origin, see
+ * wg_origin_load()), by matching: pre-fork when its index is one of the
+ * sessions the original held keys for, post-fork when it is the index of
+ * a handshake this capture shows being made after t0 (both messages after
+ * t0, neither a byte copy of one of the original's, and not setting up one
+ * of its sessions again), and unattributed when it is neither or both;
+ * then handshake_us is the first such handshake and nothing else.
  */
 struct wg_capture {
 	uint16_t port, marker;
-	uint64_t frames, malformed, not_udp, fragments, other;
+	uint8_t by_mac;			/* direction by MAC, not by port */
+	uint8_t mac[ETH_ALEN];		/* the VM's: see wg_capture_by_mac() */
+	const struct wg_capture *origin;	/* the original's, or NULL */
+	uint64_t frames, malformed, not_udp, fragments, other, foreign;
 	uint64_t sent[WG_NTYPES], received[WG_NTYPES];
 	int64_t t0_us;
-	uint64_t prefork_packets, inflight_packets, data_sent, data_received;
+	uint64_t prefork_packets, inflight_packets, unattributed_packets, data_sent, data_received;
 	int64_t prefork_last_us, first_initiation_us, handshake_us, first_new_data_us;
 	struct wg_set initiated;	/* sender indices of our initiations */
 	struct wg_set answering;	/* sender indices of initiations we received */
@@ -149,11 +214,19 @@ struct wg_capture {
 	size_t ndata, data_cap;
 	uint64_t reused;		/* of them, part of a reuse with another clone */
 	uint64_t self_reuse;		/* keys this clone sent twice, different bytes */
+	/* Kept for an original only (record set): what its clones are matched with. */
+	uint8_t record;
+	struct wg_set derived;		/* receiver indices of every session it held keys for */
+	struct wg_shake *shakes;	/* its handshake messages, sorted when sealed */
+	size_t nshakes, shakes_cap;
 	char error[320];
 };
 
 void wg_capture_init(struct wg_capture *c, uint16_t port, uint16_t marker);
 void wg_capture_free(struct wg_capture *c);
+
+/* Tell direction by the Ethernet addresses, MAC being the VM's (after init). */
+void wg_capture_by_mac(struct wg_capture *c, const uint8_t mac[ETH_ALEN]);
 
 /*
  * Account for one frame captured at T_US (absolute; a time before the first
@@ -169,6 +242,20 @@ int wg_capture_frame(struct wg_capture *c, int64_t t_us, const uint8_t *frame, s
  * Ethernet, truncated, no frames at all, or a failure of wg_capture_frame().
  */
 int wg_capture_load(struct wg_capture *c, FILE *f, const char *name);
+
+/*
+ * The original VM's capture up to the snapshot, read from F into O (made
+ * by wg_capture_init(), with no marker port: the original has no resume to
+ * time) like wg_capture_load(), keeping what its clones are matched with:
+ * every receiver index it held keys for (a handshake it completed, a
+ * response it sent, data it sent under the index) and every handshake
+ * message byte for byte.  A clone's capture then names it in its origin,
+ * before it is read.  wg_origin_begin() and wg_origin_seal() are the two
+ * halves, for an original fed frame by frame with wg_capture_frame().
+ */
+int wg_origin_load(struct wg_capture *o, FILE *f, const char *name);
+void wg_origin_begin(struct wg_capture *o);
+void wg_origin_seal(struct wg_capture *o);
 
 /*
  * Compare the data messages of N clones, pair by pair (C[i] may equal C[j]):

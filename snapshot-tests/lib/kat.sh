@@ -37,16 +37,20 @@ kat_rng() {
 
 # kat_wg CASE OUT: each wg/CASE/*.frames made a capture by pcap-synth, all
 # of them read by one wg-detect (the VM on port 51820, its heartbeat to
-# port 9) into OUT/detect.json; on failure, why on stderr.
+# port 9, and the words of wg/CASE/args) into OUT/detect.json, but
+# original.frames, the original's capture, given with -o; on failure, why
+# on stderr.
 kat_wg() {
 	local case=$1 out=$2 f
-	local -a pcaps=()
+	local -a pcaps=() args=()
 	mkdir -p "$out"
+	[ ! -f "$KAT/wg/$case/args" ] || read -ra args <"$KAT/wg/$case/args"
 	for f in "$KAT/wg/$case"/*.frames; do
 		pcaps+=("$out/$(basename "$f" .frames).pcap")
 		"$BUILD/pcap-synth" "$f" >"${pcaps[-1]}" || return 1
+		[ "${f##*/}" != original.frames ] || { args+=(-o "${pcaps[-1]}"); unset 'pcaps[-1]'; }
 	done
-	"$BUILD/wg-detect" -p 51820 -m 9 -j "$out/detect.json" "${pcaps[@]}" >/dev/null
+	"$BUILD/wg-detect" -p 51820 -m 9 "${args[@]}" -j "$out/detect.json" "${pcaps[@]}" >/dev/null
 }
 
 # kat_rng_row KERNEL METHOD RESULT.json [VCPUS]: a fork-report row (1 vCPU
