@@ -65,7 +65,7 @@ shape_records() {
 	getrandom-16 | insecure-16 | uuid) echo $((FORK_BLOCKS * scale)) ;;
 	# No system call: 500,000 calls/s under TCG, 60,000 would be over
 	# before the snapshot stops the guest.
-	vdso-16 | drbg-16 | drbg-checked-16) echo $((FORK_BLOCKS * 10)) ;;
+	vdso-16 | drbg-16 | drbg-checked-16) echo $((FORK_BLOCKS * ${USER_RECORD_SCALE:-10})) ;;
 	getrandom-16MiB) echo 12288 ;; # 3 calls of 4096 pages
 	urandom-1MiB) echo $((4096 * scale)) ;; # 16 calls of 256 pages each
 	exec) echo 300 ;;
