@@ -222,7 +222,7 @@ checkout_keeping_headers() {
 	git -C "$dir" checkout -q --detach "$commit"
 	for h in "${!was[@]}"; do
 		[ -f "$dir/$h" ] || continue
-		compiled=$(awk -v h="$h" '$1 == h { print $2 }' "$dir/.forksafe-compiled" 2>/dev/null)
+		compiled=$(awk -v h="$h" '$1 == h { print $2 }' "$dir/.forksafe-compiled" 2>/dev/null || true)
 		[ -n "$compiled" ] || continue
 		if [ "$v" = stock ] || [ "$(sha256sum <"$dir/$h" | cut -c1-64)" = "$compiled" ]; then
 			touch -d "@${was[$h]}" "$dir/$h"
