@@ -48,6 +48,11 @@ wait_until() {
 	done
 }
 
+# wait_as_positive SECONDS FLOOR: before a negative check says "none", wait
+# three times as long as its positive counterpart took (SECONDS), FLOOR
+# seconds at least.
+wait_as_positive() { sleep "$((3 * $1 > $2 ? 3 * $1 : $2))"; }
+
 sleep_ms() { sleep "$(($1 / 1000)).$(printf '%03d' $(($1 % 1000)))"; }
 
 # ---- setup and cleanup ----------------------------------------------------------

@@ -114,7 +114,7 @@ signal_tests() {
 	# positive clone's wake time, three times over and at least RESUMED_S.
 	snap_restore migrate-file "$k" "$dir/1" "$k-control" "$kernel" 1 "$guid"
 	guest_call "$k-control" reseed >/dev/null
-	sleep "$((3 * waited > RESUMED_S ? 3 * waited : RESUMED_S))"
+	wait_as_positive "$waited" "$RESUMED_S"
 	guest_call "$k-control" ping >/dev/null
 	t_eq "$k: a clone with the original's GUID: no wake, no uevent, the count unmoved" \
 		"$(watch_status "$k-control")" "0 0 $g"

@@ -71,7 +71,7 @@ for k in $kernels; do
 	# the last fork line took to show, RUN_AFTER_S at least.
 	snap_restore migrate-file "$k" "$dir" "$k-same" "$(kernel_path "$k")" 1 "$a"
 	guest_call "$k-same" ping >/dev/null
-	sleep "$((3 * FORK_WAIT_S > RUN_AFTER_S ? 3 * FORK_WAIT_S : RUN_AFTER_S))"
+	wait_as_positive "$FORK_WAIT_S" "$RUN_AFTER_S"
 	guest_call "$k-same" ping >/dev/null
 	t_eq "$k: a restore with an unchanged GUID keeps it" "$(guest_qmp_guid "$k-same")" "$a"
 	t_eq "$k: a notification with an unchanged GUID is no fork" "$(fork_lines "$k-same")" 0
