@@ -161,10 +161,12 @@ rng_rows() {
 
 rng_measure() {
 	local kname=$1 kernel=$2 method=$3 vcpus=$4 nclones=$5 shape=$6 crng=$7 clone i
-	local -a clones=(ref control)
+	local -a clones=(ref)
 	rng_original "$@"
+	# The control last: its console is judged after the fresh clones showed
+	# how long a reseed line takes to come (rng_clone_finish).
 	for ((i = 1; i <= nclones; i++)); do clones+=("c$i"); done
-	for clone in "${clones[@]}"; do rng_clone "$clone"; done
+	for clone in "${clones[@]}" control; do rng_clone "$clone"; done
 	snap_finish "$method" "$RNG_ORIG"
 	"$BUILD/rng-exposure" "${RNG_ARGS[@]}" >"$ROW_DIR/result.json"
 }
@@ -180,7 +182,7 @@ rng_original() {
 	records=$(shape_records "$shape" "$kname")
 	[ "$crng" = ready ] || append="$PREINIT_APPEND${append:+ $append}"
 	[ -z "$append" ] || boot=(--append "$append")
-	RNG_ORIG=$kname-$method-$vcpus RNG_TAG="$1 ${4}cpu $3 $6" RNG_ARGS=()
+	RNG_ORIG=$kname-$method-$vcpus RNG_TAG="$1 ${4}cpu $3 $6" RNG_ARGS=() RNG_LOG_MS=0
 	RNG_KERNEL=$kernel RNG_METHOD=$method RNG_VCPUS=$vcpus RNG_CRNG=$crng
 	progress "$RNG_TAG: booting the original"
 	snap_boot "$method" "$RNG_ORIG" "$kernel" "$vcpus" "$ROW_DIR" "${boot[@]}"
@@ -222,18 +224,31 @@ rng_clone_start() {
 # vCPU may run after a short recording ended: with the crng ready (before,
 # no kernel logs one), its console is taken once the line is there, or
 # after FORK_LOG_TIMEOUT (a kernel that never reseeds, whose count then
-# says 0).
+# says 0).  The control, which must log none, is taken no sooner than
+# three times the slowest fresh clone's line (RNG_LOG_MS, wait_as_positive
+# in qemu.sh), so that a late line cannot miss its count.
 FORK_LOG_TIMEOUT=15
 rng_clone_finish() {
-	local clone=$1 name=$2 from
+	local clone=$1 name=$2 from t0
 	from=$(cat "$ROW_DIR/$clone.from")
+	t0=$(ms_now)
 	case "$clone:$RNG_CRNG" in
-	ref:* | control:* | *:empty | *:early) ;;
-	*) wait_until "$FORK_LOG_TIMEOUT" fork_logged "$name" "$from" || true ;;
+	*:empty | *:early | ref:*) ;;
+	control:*) wait_as_positive_since "$t0" "$RNG_LOG_MS" 1000 ;;
+	*)
+		wait_until "$FORK_LOG_TIMEOUT" fork_logged "$name" "$from" || true
+		t0=$(($(ms_now) - t0))
+		[ "$t0" -le "$RNG_LOG_MS" ] || RNG_LOG_MS=$t0
+		;;
 	esac
 	rng_collect "$name" "$ROW_DIR/$clone" "$from"
 	snap_end "$RNG_METHOD" "$name"
-	RNG_ARGS+=("$clone=$ROW_DIR/$clone.dump:$ROW_DIR/$clone.console")
+	# rng-exposure takes the reference first, the control second.
+	if [ "$clone" = control ]; then
+		RNG_ARGS=("${RNG_ARGS[0]}" "$clone=$ROW_DIR/$clone.dump:$ROW_DIR/$clone.console" "${RNG_ARGS[@]:1}")
+	else
+		RNG_ARGS+=("$clone=$ROW_DIR/$clone.dump:$ROW_DIR/$clone.console")
+	fi
 }
 
 # ---- many clones at once ------------------------------------------------------
@@ -258,7 +273,6 @@ crowd_measure() {
 	local -a names=()
 	rng_original "$kname" "$kernel" migrate-file 1 "$nclones" getrandom-16 ready
 	rng_clone ref
-	rng_clone control
 	avail_before=$(mem_available_kb)
 	t0=$(date +%s%N)
 	for ((i = 1; i <= nclones; i++)); do
@@ -279,6 +293,7 @@ crowd_measure() {
 		rss=$((rss + $(awk '/^VmRSS:/ { print $2 }' "/proc/$pid/status")))
 	done
 	for i in "${!names[@]}"; do rng_clone_finish "c$((i + 1))" "${names[$i]}"; done
+	rng_clone control
 	"$BUILD/rng-exposure" "${RNG_ARGS[@]}" |
 		jq --argjson load "$(((t1 - t0) / 1000000))" --argjson run "$(((t2 - t1) / 1000000))" \
 			--argjson rss "$rss" --argjson before "$avail_before" --argjson all "$avail_all" \
