@@ -41,7 +41,10 @@
  *    sent byte for byte before its heartbeat (wgpcap.h, wg_compare());
  *  - postfork_sessions: how many receiver indices the capture shows a
  *    post-fork session set up for: an initiation and its response.  With
- *    -o both after t0, neither a byte copy of a message in the original's
+ *    -o both after t0 (or an initiation of the VM's before t0 that no
+ *    other clone sent: a fork-safe kernel initiates at once, maybe before
+ *    the first heartbeat; one sealed before the snapshot leaves every
+ *    clone alike), neither a byte copy of a message in the original's
  *    capture (a frame in flight or replayed), and not the same index and
  *    ephemeral keys as a session of the original's;
  *  - first_initiation_us (the VM's first initiation), handshake_us (the
@@ -137,16 +140,18 @@ static char *clone_name(const char *path)
 }
 
 static void load(struct clone *cl, const char *path, const struct options *o,
-		 const struct wg_capture *origin)
+		 const struct wg_capture *origin, const struct wg_set *early_fresh)
 {
 	FILE *f = fopen(path, "rb");
 
 	cl->path = path;
-	cl->name = clone_name(path);
+	if (!cl->name)
+		cl->name = clone_name(path);
 	wg_capture_init(&cl->cap, o->port, o->marker);
 	if (o->by_mac)
 		wg_capture_by_mac(&cl->cap, o->mac);
 	cl->cap.origin = origin;
+	cl->cap.early_fresh = early_fresh;
 	if (!f)
 		fail("%s: cannot read: %s", path, strerror(errno));
 	if (wg_capture_load(&cl->cap, f, path))
@@ -165,6 +170,32 @@ static void load_original(struct wg_capture *c, const struct options *o)
 		fail("-o %s: cannot read: %s", o->original, strerror(errno));
 	if (wg_origin_load(c, f, o->original))
 		fail("-o %s", c->error);
+}
+
+/*
+ * An initiation a clone sent before its t0 is its own, and may set up a
+ * post-fork session, when no other clone sent it too: each clone is read
+ * again knowing which of its early initiations those are.
+ */
+static void reload_early(struct clone *cl, struct wg_capture **caps, int n, char **paths,
+			 const struct options *o, const struct wg_capture *original)
+{
+	struct wg_set *unshared = xcalloc(n, sizeof(*unshared));
+	int k;
+
+	for (k = 0; k < n; k++)
+		if (wg_early_unshared(caps, n, k, &unshared[k]))
+			fail("out of memory");
+	for (k = 0; k < n; k++) {
+		wg_capture_free(&cl[k].cap);
+		load(&cl[k], paths[k], o, original, &unshared[k]);
+	}
+	/* early_fresh is read only while a capture is loaded. */
+	for (k = 0; k < n; k++) {
+		cl[k].cap.early_fresh = NULL;
+		wg_set_free(&unshared[k]);
+	}
+	free(unshared);
 }
 
 /* ---- output ---------------------------------------------------------------- */
@@ -381,9 +412,11 @@ int main(int argc, char **argv)
 	cl = xcalloc(n, sizeof(*cl));
 	caps = xcalloc(n, sizeof(*caps));
 	for (k = 0; k < n; k++) {
-		load(&cl[k], argv[optind + k], &o, o.original ? &original : NULL);
+		load(&cl[k], argv[optind + k], &o, o.original ? &original : NULL, NULL);
 		caps[k] = &cl[k].cap;
 	}
+	if (o.original && n > 1)
+		reload_early(cl, caps, n, argv + optind, &o, &original);
 
 	wg_compare(caps, n, &reuse, &identical);
 	report(cl, n, &original, &o, reuse, identical);

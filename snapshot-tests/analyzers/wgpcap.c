@@ -244,6 +244,31 @@ static void set_free(struct wg_set *s)
 	memset(s, 0, sizeof(*s));
 }
 
+void wg_set_free(struct wg_set *s)
+{
+	set_free(s);
+}
+
+int wg_early_unshared(struct wg_capture **c, size_t n, size_t k, struct wg_set *out)
+{
+	const struct wg_set *mine = &c[k]->early;
+	size_t i, j;
+
+	memset(out, 0, sizeof(*out));
+	for (i = 0; n > 1 && mine->slot && i <= mine->mask; i++) {
+		uint32_t key = (uint32_t)mine->slot[i];
+
+		if (!mine->slot[i])
+			continue;
+		for (j = 0; j < n; j++)
+			if (j != k && set_has(&c[j]->early, key))
+				break;
+		if (j == n && set_add(out, key))
+			return -1;
+	}
+	return 0;
+}
+
 /* ---- one clone -------------------------------------------------------------- */
 
 void wg_capture_init(struct wg_capture *c, uint16_t port, uint16_t marker)
@@ -269,6 +294,7 @@ void wg_capture_free(struct wg_capture *c)
 	set_free(&c->initiated);
 	set_free(&c->answering);
 	set_free(&c->postfork);
+	set_free(&c->early);
 	set_free(&c->derived);
 	free(c->shakes);
 	c->shakes = NULL;
@@ -398,11 +424,21 @@ static int origin_session(const struct wg_capture *o, uint32_t index, uint64_t i
  * the clone handled it after its resume and it is no copy of the
  * original's: one before t0 was sealed before the snapshot (a frame in
  * flight, or queued by the peer), one with the original's bytes is a
- * replay.  Without an original, every message does.
+ * replay.  Without an original, every message does.  The one exception is
+ * the VM's own initiation before t0 that no sibling clone sent alike
+ * (early_fresh): a fork-safe kernel initiates as soon as it learns of the
+ * fork, which can be before the agent's first heartbeat leaves.
  */
 static int fresh(const struct wg_capture *c, const struct wg_msg *m)
 {
 	return !c->origin || (c->t0_us >= 0 && !is_copy(c->origin, m));
+}
+
+static int fresh_initiation(const struct wg_capture *c, const struct wg_msg *m)
+{
+	if (!c->origin || c->t0_us >= 0)
+		return fresh(c, m);
+	return c->early_fresh && set_has(c->early_fresh, m->sender) && !is_copy(c->origin, m);
 }
 
 /* ---- sessions ---------------------------------------------------------------- */
@@ -546,7 +582,9 @@ static int sent_msg(struct wg_capture *c, int64_t t, const struct wg_msg *m)
 			return bad(c, "out of memory");
 		if (p->initiation_us < 0)
 			p->initiation_us = t;
-		if (fresh(c, m) && set_add(&c->initiated, m->sender))
+		if (c->origin && c->t0_us < 0 && set_add(&c->early, m->sender))
+			return bad(c, "out of memory");
+		if (fresh_initiation(c, m) && set_add(&c->initiated, m->sender))
 			return bad(c, "out of memory");
 		return indices_add(c, &c->hello, m->sender, m->ephemeral);
 	case WG_RESPONSE:

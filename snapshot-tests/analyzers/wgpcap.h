@@ -201,6 +201,9 @@ struct wg_capture {
 	struct wg_set initiated;	/* sender indices of our initiations */
 	struct wg_set answering;	/* sender indices of initiations we received */
 	struct wg_set postfork;		/* receiver indices of post-fork sessions */
+	struct wg_set early;		/* sender indices of our initiations before t0 */
+	/* Of those, the ones no sibling clone sent too (wg_early_unshared()): fresh. */
+	const struct wg_set *early_fresh;
 	/*
 	 * Two clones restored next to two restores of one peer may be given
 	 * the same index by the peer for different keys: a post-fork session
@@ -276,6 +279,16 @@ void wg_origin_seal(struct wg_capture *o);
  * and fresh random bytes), or comes after the heartbeat, and stays
  * pre-fork; the criterion errs towards counting pre-fork.
  */
+/*
+ * With an original: into OUT, the sender indices of the initiations clone K
+ * sent before its t0 that no other clone of C sent before its own, which a
+ * second read of clone K takes as fresh (early_fresh).  An initiation sealed
+ * before the snapshot and still queued leaves every clone alike; one the
+ * clone's kernel made after its resume is its own.  With one clone, none.
+ * 0, or -1 out of memory.
+ */
+int wg_early_unshared(struct wg_capture **c, size_t n, size_t k, struct wg_set *out);
+void wg_set_free(struct wg_set *s);
 void wg_compare(struct wg_capture **c, size_t n, uint64_t *reuse, uint64_t *identical);
 
 #endif
