@@ -127,8 +127,12 @@ $(BUILD)/forksafe-seed: guest/seed.c $(SEED_LIBS) | $(BUILD)
 $(BUILD)/forksafe-cold: guest/cold.c | $(BUILD)
 	$(CC) $(GUEST_CFLAGS) -o $@ $^
 
-GUEST_PROGRAMS := $(BUILD)/forksafe-agent $(BUILD)/forksafe-seed $(BUILD)/forksafe-cold
-$(BUILD)/initramfs.cpio: $(BUILD)/init $(GUEST_PROGRAMS) guest/build-initramfs.sh
+# The fork hooks' daemon (guest/hooks.c).
+$(BUILD)/forksafe-hooks: guest/hooks.c guest/forksafe.c guest/sha256.c guest/forksafe.h guest/sha256.h | $(BUILD)
+	$(CC) $(GUEST_CFLAGS) -o $@ $(filter %.c,$^)
+
+GUEST_PROGRAMS := $(BUILD)/forksafe-agent $(BUILD)/forksafe-seed $(BUILD)/forksafe-cold $(BUILD)/forksafe-hooks
+$(BUILD)/initramfs.cpio: $(BUILD)/init $(GUEST_PROGRAMS) guest/build-initramfs.sh $(wildcard guest/test-hooks/*)
 	guest/build-initramfs.sh $@ $(BUILD)/init $(GUEST_PROGRAMS)
 
 # The seed tool's mutants (guest/mutants/NAME.patch, each a bug the crash

@@ -22,6 +22,11 @@ for prog in "$@"; do
 	install -m 0755 "$prog" "$stage/bin/$(basename "$prog")"
 done
 install -m 0755 "$busybox" "$stage/bin/busybox"
+# fork_hooks' hooks (guest/test-hooks/): forksafe.hooks=/etc/forksafe/test-fork.d
+mkdir -p "$stage/etc/forksafe/test-fork.d"
+for hook in "$(dirname "$0")"/test-hooks/*; do
+	install -m "$([ -x "$hook" ] && echo 0755 || echo 0644)" "$hook" "$stage/etc/forksafe/test-fork.d/"
+done
 for applet in sh ip ping ls cat dmesg sleep echo mount grep wc; do
 	ln -s busybox "$stage/bin/$applet"
 done

@@ -16,7 +16,9 @@
  * tool's directory; forksafe.seed=load runs
  * forksafe-seed load before the role (forksafe.seedfault=STEP:ACTION passes
  * --fault), forksafe.seed=load,watch also keeps forksafe-seed watch running
- * beside it (forksafe.seedwatch=MS its interval).
+ * beside it (forksafe.seedwatch=MS its interval).  forksafe.hooks=DIR keeps
+ * forksafe-hooks running beside the role with the hooks of DIR
+ * (forksafe.hooktimeout=S each hook's time).
  *
  * Before all that, the modules a distribution kernel needs (kernel.sh packs
  * them into an archive of their own, which machine.sh appends) are loaded
@@ -41,6 +43,7 @@
 #define SEED_TOOL "/bin/forksafe-seed"
 #define SEED_SERIAL "forksafe-seed" /* machine.sh --seed-disk */
 #define MODULES_LOAD "/lib/modules/forksafe.load"
+#define HOOKS_TOOL "/bin/forksafe-hooks"
 
 static void say(const char *fmt, const char *arg)
 {
@@ -51,14 +54,16 @@ static void say(const char *fmt, const char *arg)
 	fflush(stdout);
 }
 
-static pid_t seed_watch;
+static pid_t seed_watch, hooks;
 static int seed_disk;
 
 static __attribute__((noreturn)) void power_off(void)
 {
-	/* A clean shutdown: the seed watcher ends, the seed disk unmounts. */
+	/* A clean shutdown: the watchers end, the seed disk unmounts. */
 	if (seed_watch > 0 && !kill(seed_watch, SIGTERM))
 		waitpid(seed_watch, NULL, 0);
+	if (hooks > 0 && !kill(hooks, SIGTERM))
+		waitpid(hooks, NULL, 0);
 	sync();
 	if (seed_disk > 0 && umount(SEED_DIR))
 		say("cannot unmount the seed disk: %s", strerror(errno));
@@ -189,6 +194,22 @@ static void seed_services(void)
 	}
 }
 
+static void hooks_service(void)
+{
+	char *argv[] = { HOOKS_TOOL, "--dir", cmdline_param("hooks"), "--timeout", "10", NULL };
+	char *timeout = cmdline_param("hooktimeout");
+
+	if (!argv[2])
+		return;
+	if (timeout)
+		argv[4] = timeout;
+	hooks = fork();
+	if (!hooks) {
+		execv(argv[0], argv);
+		_exit(127);
+	}
+}
+
 /* A module that does not load says so; what needed it then fails visibly. */
 static void load_modules(void)
 {
@@ -226,6 +247,7 @@ int main(void)
 
 	load_modules();
 	seed_services();
+	hooks_service();
 	role = cmdline_param("role");
 	if (!role)
 		role = "agent";
