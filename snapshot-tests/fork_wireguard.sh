@@ -2,7 +2,11 @@
 # WireGuard across VM forks: a peer and a VM with a tunnel between them are
 # snapshotted, and the VM restored into new QEMU processes (migrate-file),
 # each clone next to a restore of the peer; wg-detect reads each clone's
-# wire (lib/wg_fork.sh).  Per kernel, once with the tunnel streaming across
+# wire and matches its packets to the sessions of the original's capture
+# (a packet is pre-fork when its index is a session the original held
+# keys for, post-fork when it belongs to a handshake the clone made after
+# its resume, and unattributed otherwise: an error row, never safe)
+# (lib/wg_fork.sh).  Per kernel, once with the tunnel streaming across
 # the snapshot, once with it idle.
 #  - the negative control (two clones with the original GUID) must show
 #    nonce reuse, two plaintexts under one key and counter; a detector
@@ -11,7 +15,10 @@
 #    share a nonce, each completes a new handshake, with traffic and
 #    without, and the stream reaches the peer again after the fork;
 #  - stock: the same is measured and reported, not asserted (the window
-#    is a race), except that it rekeys once traffic asks for it.
+#    is a race), except that it rekeys once traffic asks for it and that,
+#    streaming, its clones send under the original's session after the
+#    resume (the positive control of the matching: stock's notifier
+#    expires the keys only once the notification was handled).
 set -euo pipefail
 . "$(dirname "$0")/lib/ktap.sh"
 . "$(dirname "$0")/lib/measure.sh"
@@ -35,6 +42,8 @@ for VERDICT in "${ROW_VERDICTS[@]}"; do
 		fi
 	elif [ "$(v traffic)" = stream ]; then
 		t_eq "$tag: every clone rekeys once traffic asks" "$(v rekeyed)" "$n"
+		t_check "$tag: clones send under the original's session after the resume (positive control)" \
+			test "$(v prefork_packets)" -gt 0
 	else
 		t_diag "$tag: $(v rekeyed) of $n clones rekeyed without traffic"
 	fi

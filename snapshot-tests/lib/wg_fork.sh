@@ -114,11 +114,16 @@ wg_received() { guest_call "$1" sink stat | agent_field received; }
 
 wg_handshaken() { [ "$(guest_call "$1" wg-show | agent_field latest_handshake)" != 0 ]; }
 
-# wg_detect OUT.json CAPTURE...: wg-detect on captures of the VM.
+# wg_detect OUT.json CAPTURE...: wg-detect on captures of the VM, its
+# packets matched to the sessions of the original's capture (ORIG.pcap
+# beside the first capture, wg_snapshot's): pre-fork by matching, not by
+# absence.
 wg_detect() {
-	local out=$1
+	local out=$1 orig
 	shift
-	"$BUILD/wg-detect" -p "$WG_VM_PORT" -m "$WG_BEAT_PORT" -j "$out" "$@"
+	orig=$(dirname "$1")/orig.pcap
+	[ -s "$orig" ] || die "wg_detect: no capture of the original at $orig"
+	"$BUILD/wg-detect" -p "$WG_VM_PORT" -m "$WG_BEAT_PORT" -o "$orig" -j "$out" "$@"
 }
 
 # wg_snapshot KERNEL_NAME KERNEL TRAFFIC DIR [SHAPE]: boot the peer and the
@@ -133,7 +138,8 @@ wg_snapshot() {
 	wg_switch "${dir##*/}"
 	progress "$tag: booting the peer and the VM"
 	snap_boot migrate-file peer "$kernel" 1 "$dir/peer" --guid "$WG_PEER_GUID" "${WG_NETS[@]:0:2}"
-	snap_boot migrate-file vm "$kernel" "$WG_VM_VCPUS" "$dir/vm" --guid "$WG_VM_GUID" "${WG_NETS[@]:2:2}"
+	snap_boot migrate-file vm "$kernel" "$WG_VM_VCPUS" "$dir/vm" --guid "$WG_VM_GUID" "${WG_NETS[@]:2:2}" \
+		--pcap "$dir/orig.pcap"
 	wg_tunnel peer vm
 	guest_call vm stream start beat 10.9.0.1 "$WG_BEAT_PORT" "$WG_BEAT_US" >/dev/null
 	wg_stream vm data "$WG_STREAM_US"
