@@ -2,7 +2,8 @@
 # forksafe-seed survives a crash at every step (guest/seed.c): a guest
 # boots with a seed disk holding a creditable seed, and the tool is
 # stopped at STEP by SIGKILL (the system goes on and shuts down cleanly)
-# or by a power cut (nothing more reaches the disk).  A second boot of the
+# or by a power cut (nothing more reaches the disk): each step by one of
+# the two, in turn (SEED_CRASH_ACTIONS=both: by both).  A second boot of the
 # same disk must then:
 #  - boot and load a seed (the tool exits 0);
 #  - find no torn seed: every seed file is 512 bytes and is the provisioned
@@ -23,7 +24,19 @@ host_tool=$BUILD/forksafe-seed-host
 kernel=$(kernel_path "$(test_kernels | awk '{ print $1 }')")
 mapfile -t steps < <("$host_tool" fault-steps)
 declare -A caught_by=([credit-before-unlink]=credited:cut [write-in-place]=mid-write:kill)
-t_plan $((1 + 3 + 2 * ${#steps[@]} + ${#caught_by[@]}))
+# Every step by one action, kill and cut in turn (SEED_CRASH_ACTIONS=both:
+# every step by both, twice the boots).
+crash_actions=${SEED_CRASH_ACTIONS:-alternate}
+case "$crash_actions" in
+alternate) per_step=1 ;;
+both) per_step=2 ;;
+*) die "seed_crash: SEED_CRASH_ACTIONS=$crash_actions: alternate or both" ;;
+esac
+# step_actions INDEX: the actions step INDEX is crashed by.
+step_actions() {
+	if [ "$crash_actions" = both ]; then echo kill cut; elif (($1 % 2)); then echo cut; else echo kill; fi
+}
+t_plan $((1 + 3 + per_step * ${#steps[@]} + ${#caught_by[@]}))
 
 t_check "sha256 passes its known answers" "$host_tool" selftest
 # bad_option WANT ARGS...: exit status 2 and one line naming the problem.
@@ -64,8 +77,9 @@ crash_case() {
 	[ -z "$dup" ] || WHY="seed $dup credited twice"
 }
 
-for step in "${steps[@]}"; do
-	for action in kill cut; do
+for i in "${!steps[@]}"; do
+	step=${steps[$i]}
+	for action in $(step_actions "$i"); do
 		crash_case "$step-$action" "$INITRAMFS" "$step:$action"
 		t_eq "crash at $step by $action: boots, no torn seed, nothing credited twice" "$WHY" ""
 	done
