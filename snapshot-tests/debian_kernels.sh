@@ -2,10 +2,11 @@
 # Debian's own kernels, as operators run them: downloaded once
 # (kernel-patches/kernel.sh build debian-*), with the modules the guests
 # need loaded by the guest's init.  A migrate-file fork each, two
-# fresh-GUID clones, the reference and the control, on the kernels
-# DEBIAN_TEST_KERNELS names (make check: debian-cloud-6.12, the 6.12
-# series' yardstick; debian-cloud too in make demo KERNELS=debian-cloud,
-# and here with DEBIAN_TEST_KERNELS="debian-cloud debian-cloud-6.12"):
+# fresh-GUID clones, the reference and the control, for the rows
+# DEBIAN_TEST_ROWS names as KERNEL:SHAPE (make check: debian-cloud-6.12's
+# vDSO row, the 6.12 series' yardstick; all three with
+# DEBIAN_TEST_ROWS="debian-cloud:getrandom-16 debian-cloud-6.12:getrandom-16
+# debian-cloud-6.12:vdso-16", and in make demo KERNELS=debian-cloud ...):
 #  - debian-cloud (linux-image-cloud-amd64, 6.1) is built without
 #    CONFIG_VIRT_DRIVERS: no vmgenid driver, so its clones never reseed
 #    and never part from the reference.  That whole window is certain:
@@ -24,17 +25,24 @@ set -euo pipefail
 . "$(dirname "$0")/lib/measure.sh"
 qemu_setup
 
-kernels=${DEBIAN_TEST_KERNELS:-debian-cloud-6.12}
-for k in $kernels; do
-	case "$k" in debian-cloud | debian-cloud-6.12) ;; *) die "DEBIAN_TEST_KERNELS: no kernel '$k' here (debian-cloud, debian-cloud-6.12)" ;; esac
+rows=${DEBIAN_TEST_ROWS:-debian-cloud-6.12:vdso-16}
+vdso_rows=0
+for r in $rows; do
+	case "$r" in
+	debian-cloud:getrandom-16 | debian-cloud-6.12:getrandom-16) ;;
+	debian-cloud-6.12:vdso-16) vdso_rows=$((vdso_rows + 1)) ;;
+	*) die "DEBIAN_TEST_ROWS: no row '$r' here (debian-cloud:getrandom-16, debian-cloud-6.12:getrandom-16, debian-cloud-6.12:vdso-16)" ;;
+	esac
+done
+# shellcheck disable=SC2086 # a list of words
+for k in $(printf '%s\n' $rows | sed 's/:.*//' | sort -u); do
 	progress "debian_kernels: $k"
 	"$FORKSAFE_ROOT/kernel-patches/kernel.sh" build "$k" >"$RUN_DIR/fetch-$k.log" 2>&1 ||
 		die "debian_kernels: cannot get $k: $(tail -n 1 "$RUN_DIR/fetch-$k.log")"
 done
 ROWS=()
-rng_rows "$RUN_DIR" 2 "$kernels" 1 migrate-file getrandom-16 ready
-[[ " $kernels " != *" debian-cloud-6.12 "* ]] || rng_rows "$RUN_DIR" 2 debian-cloud-6.12 1 migrate-file vdso-16 ready
-t_plan $((${#ROWS[@]} * 4 + 1))
+for r in $rows; do rng_rows "$RUN_DIR" 2 "${r%%:*}" 1 migrate-file "${r#*:}" ready; done
+t_plan $((${#ROWS[@]} * 4 + vdso_rows))
 rows_judge "${ROWS[@]}"
 # shellcheck disable=SC2034 # v and t_row read VERDICT
 for VERDICT in "${ROW_VERDICTS[@]}"; do
