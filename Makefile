@@ -23,6 +23,7 @@
 #                     LINUX=6.12 for these six: Debian's linux-source-6.12 (else 6.1)
 #   make guest tools  the initramfs, the host tools;  make deps  Debian packages
 #   make agent-deb    the guest agent as a Debian package, for an operator's image
+#   make openssl-deb  forksafe-openssl, the OpenSSL 3 provider, as a Debian package
 #   make image        a Debian 12 image with systemd and the agent (KERNELS=debian-image)
 # Knobs for all: KERNELS="patched stock" (add patched-6.12 stock-6.12 for
 #   6.12; built as needed), KERNEL=/path/bzImage (that kernel alone),
@@ -47,7 +48,7 @@ DEBS := linux-source-6.1 linux-source-6.12 bc bison flex libelf-dev libssl-dev c
 	libjson-c-dev libpcap-dev jq shellcheck python3-ply python3-git chromium e2fsprogs kmod mmdebstrap fdisk
 
 .PHONY: all help deps kernels kernel kernel-stock kernel-kunit kernel-debug kernel-bench kernel-tree refresh-patches \
-	checkpatch guest agent-deb image tools corpus check demo bench-rng bench-wg bench-vdso cold-clones storm crowd wg-scale mutants fuzz clean
+	checkpatch guest agent-deb openssl-deb image tools corpus check demo bench-rng bench-wg bench-vdso cold-clones storm crowd wg-scale mutants fuzz clean
 
 all: kernel kernel-stock guest tools
 
@@ -154,9 +155,13 @@ $(BUILD)/initramfs-seed-mutant-%.cpio: $(BUILD)/seed-mutant-%/forksafe-seed $(BU
 AGENT_DEB := $(BUILD)/forksafe-agent.deb
 agent-deb: $(AGENT_DEB)
 $(AGENT_DEB): $(BUILD)/forksafe-agent guest/build-deb.sh $(wildcard guest/deb/*)
-	guest/build-deb.sh $@ $<
-image: deps $(AGENT_DEB)
-	@guest/build-image.sh $(BUILD)/image $(AGENT_DEB)
+	guest/build-deb.sh agent $@ $<
+OPENSSL_DEB := $(BUILD)/forksafe-openssl.deb
+openssl-deb: $(OPENSSL_DEB)
+$(OPENSSL_DEB): $(BUILD)/forksafe-openssl.so guest/build-deb.sh guest/deb/openssl.cnf
+	guest/build-deb.sh openssl $@ $<
+image: deps $(AGENT_DEB) $(OPENSSL_DEB)
+	@guest/build-image.sh $(BUILD)/image $(AGENT_DEB) $(OPENSSL_DEB)
 
 # ---- host tools ----------------------------------------------------------------
 # They include guest/protocol.h, what the agent and the host share.

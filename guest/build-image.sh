@@ -1,12 +1,14 @@
 #!/bin/bash
 # A Debian 12 guest image, built from Debian's packages with mmdebstrap:
 # systemd as PID 1, Debian's generic kernel (vmgenid driver built in),
-# wireguard-tools, openssl, python3, and the forksafe agent installed from
-# its package (build-deb.sh) as a systemd service, the way an operator
-# would install it into a golden image.
-#   build-image.sh LINK AGENT.deb
+# wireguard-tools, openssl, python3, and forksafe's packages (build-deb.sh)
+# installed with dpkg, the way an operator would install them into a
+# golden image: the agent as a systemd service, and forksafe-openssl (the
+# provider and /etc/forksafe/openssl.cnf, which only programs started with
+# OPENSSL_CONF pointing at it use).
+#   build-image.sh LINK AGENT.deb OPENSSL.deb
 # The image is cached under $FORKSAFE_CACHE/images/, keyed by a hash of its
-# inputs (this script and the package), and LINK points at its directory:
+# inputs (this script and the packages), and LINK points at its directory:
 #   disk.qcow2   shaped like a cloud image: a GPT disk whose first
 #                partition is the root (ext4), mounted by UUID; no
 #                bootloader (the suite boots the kernel in /boot directly,
@@ -16,7 +18,7 @@
 # Downloaded packages are kept beside it and reused.
 set -euo pipefail
 
-link=$1 deb=$2
+link=${1:-} deb=${2:-} openssl_deb=${3:-}
 cache=${FORKSAFE_CACHE:-/var/cache/forksafe}
 suite=bookworm
 size_mib=3072
@@ -27,10 +29,11 @@ log() { echo "image: $*" >&2; }
 command -v mmdebstrap >/dev/null || die "mmdebstrap is missing: run 'make deps'"
 command -v mke2fs >/dev/null || die "mke2fs is missing: run 'make deps' (package e2fsprogs)"
 command -v sfdisk >/dev/null || die "sfdisk is missing: run 'make deps' (package fdisk)"
-[ -f "$deb" ] || die "$deb is missing: run 'make agent-deb'"
+[ -f "$deb" ] || die "${deb:-AGENT.deb} is missing: run 'make agent-deb'"
+[ -f "$openssl_deb" ] || die "${openssl_deb:-OPENSSL.deb} is missing: run 'make openssl-deb'"
 [ "$(id -u)" = 0 ] || die "mmdebstrap --mode=root needs root"
 
-key=$(cat "$0" "$deb" | sha256sum | cut -c1-16)
+key=$(cat "$0" "$deb" "$openssl_deb" | sha256sum | cut -c1-16)
 dest=$cache/images/debian-$suite-$key
 if [ -f "$dest/disk.qcow2" ]; then
 	log "cached ($dest)"
@@ -43,10 +46,11 @@ chmod 0755 "$tmp"
 trap 'rm -rf "$tmp"' EXIT
 log "building $dest (mmdebstrap $suite, a few minutes)"
 cp "$deb" "$tmp/forksafe-agent.deb"
+cp "$openssl_deb" "$tmp/forksafe-openssl.deb"
 uuid=$(cat /proc/sys/kernel/random/uuid)
 
-# The hooks: reuse and keep the downloaded packages; install the agent's
-# package with dpkg as an operator would; a root fstab, a host name, and
+# The hooks: reuse and keep the downloaded packages; install forksafe's
+# packages with dpkg as an operator would; a root fstab, a host name, and
 # an empty machine-id (each boot, and so each clone, makes its own).
 # shellcheck disable=SC2016 # mmdebstrap's hooks expand $1, the new root
 mmdebstrap --mode=root --variant=apt --include="$packages" \
@@ -55,9 +59,9 @@ mmdebstrap --mode=root --variant=apt --include="$packages" \
 	--setup-hook="sync-in $cache/images/debs /var/cache/apt/archives/" \
 	--customize-hook="sync-out /var/cache/apt/archives $cache/images/debs" \
 	--customize-hook='rm -f "$1"/var/cache/apt/archives/*.deb' \
-	--customize-hook="copy-in $tmp/forksafe-agent.deb /tmp" \
-	--customize-hook='chroot "$1" dpkg -i /tmp/forksafe-agent.deb' \
-	--customize-hook='rm -f "$1"/tmp/forksafe-agent.deb' \
+	--customize-hook="copy-in $tmp/forksafe-agent.deb $tmp/forksafe-openssl.deb /tmp" \
+	--customize-hook='chroot "$1" dpkg -i /tmp/forksafe-agent.deb /tmp/forksafe-openssl.deb' \
+	--customize-hook='rm -f "$1"/tmp/forksafe-agent.deb "$1"/tmp/forksafe-openssl.deb' \
 	--customize-hook="echo 'UUID=$uuid / ext4 rw,errors=remount-ro 0 1' > \"\$1\"/etc/fstab" \
 	--customize-hook='echo forksafe-guest > "$1"/etc/hostname' \
 	--customize-hook=': > "$1"/etc/machine-id' \
@@ -73,7 +77,7 @@ printf 'label: gpt\nstart=2048, size=%d, type=L, name=root\n' "$((size_mib * 204
 mke2fs -q -t ext4 -L forksafe-root -U "$uuid" -E offset=1048576 -d "$tmp/root" \
 	"$tmp/disk.raw" "${size_mib}M" >/dev/null || die "mke2fs could not make the root filesystem"
 qemu-img convert -O qcow2 "$tmp/disk.raw" "$tmp/disk.qcow2"
-rm -rf "$tmp/root" "$tmp/disk.raw" "$tmp/forksafe-agent.deb"
+rm -rf "$tmp/root" "$tmp/disk.raw" "$tmp/forksafe-agent.deb" "$tmp/forksafe-openssl.deb"
 rm -rf "$dest"
 mv "$tmp" "$dest"
 trap - EXIT

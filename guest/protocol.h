@@ -56,6 +56,10 @@
  *                    Python's random, secrets, glibc's arc4random_buf,
  *                    libuuid's uuid_generate_random), lock-step, the
  *                    process started with the recording; UNIT 16
+ *   openssl-fs-public-16, openssl-fs-private-16
+ *                    the same for libcrypto's two DRBGs with
+ *                    OPENSSL_CONF=/etc/forksafe/openssl.cnf: forksafe-openssl's
+ *                    FORKSAFE-DRBG (the process checks it is); UNIT 16
  *   systemd-seed     the same process, each record the seed file that
  *                    systemd-random-seed save wrote (a clone's shutdown
  *                    runs it), as its SHA-256; UNIT the file's size

@@ -31,7 +31,8 @@
  *   uuid: as getrandom-16, each call a read of
  *	/proc/sys/kernel/random/uuid (the kernel's get_random_bytes()).
  *   openssl-public-16 ... libuuid-16: one thread, each call 16 bytes from
- *	a library, drawn by a python3 process of the guest's in lock-step.
+ *	a library, drawn by a python3 process of the guest's in lock-step;
+ *	openssl-fs-*: OpenSSL's, with forksafe-openssl as its DRBG.
  *   systemd-seed: the same process runs systemd-random-seed save, what a
  *	clone's shutdown runs, and each record is the seed file it wrote.
  *   exec: one process per CPU execs this binary again and again, each
@@ -367,12 +368,18 @@ static void run_uuid(struct worker *w)
  * OpenSSL through libcrypto's RAND_bytes() and RAND_priv_bytes() (its
  * public and private DRBGs, which reseed on their own schedule), Python's
  * random (a Mersenne Twister seeded once) and secrets, glibc's
- * arc4random_buf(), libuuid's uuid_generate_random().  systemd-seed is no
+ * arc4random_buf(), libuuid's uuid_generate_random().  openssl-fs-public-16
+ * and openssl-fs-private-16 are OpenSSL's two with OPENSSL_CONF naming
+ * forksafe-openssl's configuration (its Debian package installs it), as an
+ * operator turns the provider on for a service; the process checks that
+ * FORKSAFE-DRBG is the DRBG, else it exits and the recording fails with
+ * what it said.  systemd-seed is no
  * library but a file: the seed systemd-random-seed saves at shutdown for
  * the next boot to load, one `save` per record, recorded as the SHA-256 of
  * the whole file (SEED_FILE_BYTES).
  */
 #define PYTHON "/usr/bin/python3"
+#define FORKSAFE_OPENSSL_CONF "OPENSSL_CONF=/etc/forksafe/openssl.cnf"
 
 static const char library_py[] =
 	"import ctypes, sys\n"
@@ -383,6 +390,14 @@ static const char library_py[] =
 	"s = sys.argv[1]\n"
 	"if s == 'openssl-public-16': f = lib('libcrypto.so.3', 'RAND_bytes')\n"
 	"elif s == 'openssl-private-16': f = lib('libcrypto.so.3', 'RAND_priv_bytes')\n"
+	"elif s.startswith('openssl-fs-'):\n"
+	"    c = ctypes.CDLL('libcrypto.so.3')\n"
+	"    for fn in ('RAND_get0_public', 'EVP_RAND_CTX_get0_rand', 'EVP_RAND_get0_name'):\n"
+	"        getattr(c, fn).restype, getattr(c, fn).argtypes = ctypes.c_void_p, [ctypes.c_void_p]\n"
+	"    drbg = ctypes.string_at(c.EVP_RAND_get0_name(c.EVP_RAND_CTX_get0_rand(c.RAND_get0_public(None))))\n"
+	"    if drbg != b'FORKSAFE-DRBG':\n"
+	"        sys.exit(s + ': OpenSSL draws from ' + drbg.decode() + ', not FORKSAFE-DRBG (forksafe-openssl installed?)')\n"
+	"    f = lib('libcrypto.so.3', 'RAND_bytes' if s == 'openssl-fs-public-16' else 'RAND_priv_bytes')\n"
 	"elif s == 'arc4random-16': f = lib(None, 'arc4random_buf')\n"
 	"elif s == 'libuuid-16':\n"
 	"    g = ctypes.CDLL('libuuid.so.1').uuid_generate_random\n"
@@ -427,7 +442,9 @@ static void run_library(struct worker *w)
 	struct short_call c = { library, draw_library, RNG_BLOCK_BYTES, 0, -1, NULL };
 	char *argv[] = { PYTHON, "-c", (char *)library_py, (char *)library, NULL };
 	posix_spawn_file_actions_t fa;
+	char **env = environ;
 	int sv[2], status, err;
+	size_t n = 0;
 	pid_t pid;
 
 	if (access(PYTHON, X_OK)) {
@@ -438,11 +455,26 @@ static void run_library(struct worker *w)
 		fail(errno, "socketpair: %s", strerror(errno));
 		return;
 	}
+	if (!strncmp(library, "openssl-fs-", 11)) {
+		while (environ[n])
+			n++;
+		env = calloc(n + 2, sizeof(*env));
+		if (!env) {
+			close(sv[0]);
+			close(sv[1]);
+			fail(ENOMEM, "%s: no memory for the environment", library);
+			return;
+		}
+		memcpy(env, environ, n * sizeof(*env));
+		env[n] = (char *)FORKSAFE_OPENSSL_CONF;
+	}
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_adddup2(&fa, sv[1], 0);
 	posix_spawn_file_actions_adddup2(&fa, sv[1], 1);
-	err = posix_spawn(&pid, PYTHON, &fa, NULL, argv, environ);
+	err = posix_spawn(&pid, PYTHON, &fa, NULL, argv, env);
 	posix_spawn_file_actions_destroy(&fa);
+	if (env != environ)
+		free(env);
 	close(sv[1]);
 	if (err) {
 		close(sv[0]);
@@ -902,6 +934,8 @@ static const struct shape shapes[] = {
 	{ "exec", RNG_BLOCK_BYTES, 1, 2, run_exec },
 	{ "openssl-public-16", RNG_BLOCK_BYTES, 0, 1, run_library },
 	{ "openssl-private-16", RNG_BLOCK_BYTES, 0, 1, run_library },
+	{ "openssl-fs-public-16", RNG_BLOCK_BYTES, 0, 1, run_library },
+	{ "openssl-fs-private-16", RNG_BLOCK_BYTES, 0, 1, run_library },
 	{ "python-mt-16", RNG_BLOCK_BYTES, 0, 1, run_library },
 	{ "python-secrets-16", RNG_BLOCK_BYTES, 0, 1, run_library },
 	{ "arc4random-16", RNG_BLOCK_BYTES, 0, 1, run_library },

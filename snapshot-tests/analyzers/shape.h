@@ -59,6 +59,8 @@ static const struct shape shapes[] = {
 	{ "urandom-1MiB", RNG_PAGE_BYTES, 1024, 1, 0 },
 	{ "openssl-public-16", RNG_BLOCK_BYTES, 10000, 0, 1 },
 	{ "openssl-private-16", RNG_BLOCK_BYTES, 10000, 0, 1 },
+	{ "openssl-fs-public-16", RNG_BLOCK_BYTES, 10000, 0, 0 },
+	{ "openssl-fs-private-16", RNG_BLOCK_BYTES, 10000, 0, 0 },
 	{ "python-mt-16", RNG_BLOCK_BYTES, 10000, 0, 1 },
 	{ "python-secrets-16", RNG_BLOCK_BYTES, 10000, 0, 0 },
 	{ "arc4random-16", RNG_BLOCK_BYTES, 10000, 0, 0 },
@@ -67,7 +69,7 @@ static const struct shape shapes[] = {
 };
 
 #define SHAPE_NAMES "getrandom-16, insecure-16, vdso-16, drbg-16, drbg-checked-16, uuid, exec, getrandom-16MiB, " \
-	"urandom-1MiB, openssl-public-16, openssl-private-16, python-mt-16, python-secrets-16, arc4random-16, libuuid-16, systemd-seed"
+	"urandom-1MiB, openssl-public-16, openssl-private-16, openssl-fs-public-16, openssl-fs-private-16, python-mt-16, python-secrets-16, arc4random-16, libuuid-16, systemd-seed"
 
 static inline const struct shape *shape_find(const char *name)
 {

@@ -45,8 +45,8 @@ EARLY_BITS=136
 DEBIAN_RECORD_SCALE=10
 # The library shapes: a python3 process answers each call, 4,000 a second
 # here; past 65,536, OpenSSL's reseed interval for its public and private
-# DRBGs.
-LIBRARY_RECORDS=70000
+# DRBGs (make check's debian_image records fewer: IMAGE_LIBRARY_RECORDS=).
+LIBRARY_RECORDS=${LIBRARY_RECORDS:-70000}
 # systemd-seed runs a program per record, 14 a second here: 16 seed files
 # before the snapshot (one more, at times, before the guest stops), 6 or 5
 # after.  No more: a control under systemd parts from its reference about
@@ -74,7 +74,7 @@ shape_records() {
 }
 # The shapes that draw through a library in user space (guest/recorder.c).
 library_shape() {
-	case "$1" in openssl-public-16 | openssl-private-16 | python-mt-16 | python-secrets-16 | arc4random-16 | libuuid-16 | systemd-seed) ;; *) return 1 ;; esac
+	case "$1" in openssl-public-16 | openssl-private-16 | openssl-fs-public-16 | openssl-fs-private-16 | python-mt-16 | python-secrets-16 | arc4random-16 | libuuid-16 | systemd-seed) ;; *) return 1 ;; esac
 }
 
 # shape_kernels SHAPE[/CRNG] KERNEL...: those of the kernels that can
