@@ -27,7 +27,9 @@
 #              the page in flight)
 #   pre-init   the same with GRND_INSECURE reads, snapshot in CRNG_EARLY:
 #              fork-safe
-#   wireguard  fork_wireguard's rows, streaming and idle: safe
+#   wireguard  fork_wireguard's rows, streaming and idle, the stream at
+#              1,000 datagrams/s: safe, and the stream reaching the peer
+#              again in every clone
 #   signal     snapshot-tests/fork_signal.sh on the kernel: /dev/vmgenid's
 #              errors, one poll() wake per fork, the checked DRBG fork-safe
 # Results in DIR/mutants.md (DIR/mutants-6.12.md for 6.12; default results/).
@@ -121,17 +123,29 @@ check_vdso() { rng_check "$1" vdso-16 ready; }
 check_long_read() { rng_check "$1" getrandom-16MiB ready; }
 check_pre_init() { rng_check "$1" insecure-16 early; }
 
+# The stream runs at MUTANT_WG_STREAM_US (1 ms: 1,000 datagrams a second,
+# ten times fork_wireguard's), so that the few milliseconds between the
+# resume and the fork notifier, which a mutant without the send path's
+# check leaves open, carry packets.
+MUTANT_WG_STREAM_US=${MUTANT_WG_STREAM_US:-1000}
 check_wireguard() {
-	local row traffic verdict
+	local row traffic verdict delivering
 	for traffic in stream idle; do
 		row=$RUN_DIR/wg-$1-$traffic.json
-		wg_row "$1" "$traffic" 2 "$row" 2>/dev/null || true
+		(export WG_STREAM_US=$MUTANT_WG_STREAM_US && wg_row "$1" "$traffic" 2 "$row" 2>/dev/null) || true
 		verdict=$("$BUILD/fork-report" -f verdicts "$row" | jq -r '"\(.verdict)\(if .why == "" then "" else ": " + .why end)"')
 		case "$verdict" in
 		safe) ;;
 		exposed* | "not rekeyed"*) echo "tunnel $traffic: $verdict"; return 1 ;;
 		*) echo "error: tunnel $traffic: $verdict"; return 2 ;;
 		esac
+		# fork_wireguard's "the stream reaches the peer again in every clone":
+		# a tunnel that rekeyed but delivers nothing is broken, not safe.
+		delivering=$("$BUILD/fork-report" -f verdicts "$row" | jq -r .delivering)
+		if [ "$traffic" = stream ] && [ "$delivering" != 2 ]; then
+			echo "tunnel stream: the stream reaches the peer again in $delivering of 2 clones"
+			return 1
+		fi
 	done
 }
 
