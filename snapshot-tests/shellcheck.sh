@@ -11,7 +11,9 @@ command -v shellcheck >/dev/null || t_fail "shellcheck is installed (make deps)"
 planted=$(mktemp -d)
 trap 'rm -rf "$planted"' EXIT
 
-mapfile -t scripts < <(git ls-files '*.sh' .ci/run)
+# The .sh files, CI's entry, and the scripts without the suffix: the
+# packages' maintainer scripts and fork_hooks' hooks.
+mapfile -t scripts < <(git ls-files '*.sh' .ci/run 'guest/deb/post*' 'guest/deb/pre*' 'guest/test-hooks/*')
 [ "${#scripts[@]}" -gt 0 ] || t_fail "there are scripts to check"
 for f in "${scripts[@]}"; do
 	if out=$(timeout 60 shellcheck "$f" 2>&1); then
