@@ -60,8 +60,7 @@ synth empty.pcap </dev/null
 synth cut.pcap <<<$'udp 0 51820 51821 zeros 20\ncut 10\nudp 100 51820 51821 zeros 20'
 synth raw.pcap <<<'linktype 101'
 printf 'not a capture\n' >"$RUN_DIR/text.pcap"
-# wg-detect itself (lib/wg_fork.sh's wg_detect wants a row's original capture).
-wgd() { "$BUILD/wg-detect" -p "$WG_VM_PORT" -m "$WG_BEAT_PORT" -j "$RUN_DIR/bad.json" "$@"; }
+wgd() { wg_detect "$RUN_DIR/bad.json" none "$@"; }
 expect_fail "capture with no frames" "empty.pcap: no frames at all" wgd "$RUN_DIR/empty.pcap"
 expect_fail "truncated capture" "cut.pcap: truncated capture (record 2)" wgd "$RUN_DIR/cut.pcap"
 expect_fail "capture of another link type" "raw.pcap: link type 12 (RAW), not Ethernet" wgd "$RUN_DIR/raw.pcap"

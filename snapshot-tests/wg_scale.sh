@@ -1,9 +1,12 @@
 #!/bin/bash
 # A VM with many WireGuard peers forked (make wg-scale runs up to 200):
 # 20 peers on one hub guest, 10 of them with a session at the snapshot,
-# nothing flowing after it (lib/wg_scale.sh).  Per kernel, one fresh
-# clone and one control (the original's GUID), each next to a restore of
-# the hub, their wire read by wg-detect, which names a peer by its port:
+# nothing flowing after it (lib/wg_scale.sh).  Per kernel, two fresh
+# clones and one control (the original's GUID), each next to a restore of
+# the hub, their wire read by wg-detect, which names a peer by its port
+# and matches each handshake to the original's capture (two fresh clones:
+# an initiation a clone sent before its first heartbeat is its own only
+# if the other did not send it too):
 #  - the negative control contacts no peer, else the row is blind;
 #  - no idle peer is contacted by a fresh clone (on any kernel);
 #  - patched: every peer in use rekeys (the rekey starts at the fork, not
@@ -19,7 +22,7 @@ qemu_setup
 peers=20 used=10
 export SCALE_WINDOW_S=10 # the row runs in a shell of its own
 for k in $(test_kernels); do
-	scale_row "$k" "$peers" "$used" 1 "$RUN_DIR/$k.json" || true
+	scale_row "$k" "$peers" "$used" 2 "$RUN_DIR/$k.json" || true
 	s=$(scale_summary <"$RUN_DIR/$k.json")
 	tag="$k, $peers peers, $used in use"
 	if [ "$(jq -r '.error // empty' <<<"$s")" ]; then

@@ -164,7 +164,9 @@ exposure() {
 # beside it), as JSON.
 wg_level() {
 	[ -n "$wg" ] || { echo null; return; }
-	wg_detect "$1/wire.json" "$1/wire.pcap" "$1/twin.pcap" >/dev/null
+	# No original's capture: a level's packets are judged by absence (the
+	# level before it is its original; matching it is not done yet).
+	wg_detect "$1/wire.json" none "$1/wire.pcap" "$1/twin.pcap" >/dev/null
 	jq -c '.clones[0] | {rekeyed: (.postfork_sessions > 0), prefork_packets, inflight_packets, handshake_us}' \
 		"$1/wire.json"
 }

@@ -74,7 +74,7 @@ wg_measure() {
 			wg_restore_pair "$kernel" "$traffic" "$set" "$set$i" "$dir"
 			pcaps+=("$dir/$set$i.pcap")
 		done
-		wg_detect "$dir/$set.detect.json" "${pcaps[@]}" >"$dir/$set.txt"
+		wg_detect "$dir/$set.detect.json" "$dir/orig.pcap" "${pcaps[@]}" >"$dir/$set.txt"
 		jq --argjson d "$(for ((i = 1; i <= n; i++)); do cat "$dir/$set$i.delivered"; done | jq -s .)" \
 			'.clones |= [range(0; length) as $i | .[$i] + {delivered: $d[$i]}]' \
 			"$dir/$set.detect.json" >"$dir/$set.json"
@@ -114,16 +114,19 @@ wg_received() { guest_call "$1" sink stat | agent_field received; }
 
 wg_handshaken() { [ "$(guest_call "$1" wg-show | agent_field latest_handshake)" != 0 ]; }
 
-# wg_detect OUT.json CAPTURE...: wg-detect on captures of the VM, its
-# packets matched to the sessions of the original's capture (ORIG.pcap
-# beside the first capture, wg_snapshot's): pre-fork by matching, not by
-# absence.
+# wg_detect OUT.json ORIGINAL.pcap|none CAPTURE...: wg-detect on captures
+# of the VM, its packets matched to the sessions of the original's capture
+# (wg_snapshot's orig.pcap): pre-fork by matching, not by absence.  "none"
+# only where a caller has no original and says why (absence then).
 wg_detect() {
-	local out=$1 orig
-	shift
-	orig=$(dirname "$1")/orig.pcap
-	[ -s "$orig" ] || die "wg_detect: no capture of the original at $orig"
-	"$BUILD/wg-detect" -p "$WG_VM_PORT" -m "$WG_BEAT_PORT" -o "$orig" -j "$out" "$@"
+	local out=$1 orig=$2
+	local -a o=()
+	shift 2
+	if [ "$orig" != none ]; then
+		[ -s "$orig" ] || die "wg_detect: no capture of the original at $orig"
+		o=(-o "$orig")
+	fi
+	"$BUILD/wg-detect" -p "$WG_VM_PORT" -m "$WG_BEAT_PORT" "${o[@]}" -j "$out" "$@"
 }
 
 # wg_snapshot KERNEL_NAME KERNEL TRAFFIC DIR [SHAPE]: boot the peer and the
@@ -207,7 +210,7 @@ wg_both_measure() {
 	after=$(wg_received both-peer)
 	for c in a b; do guest_quit "both-$c"; done
 	guest_quit both-peer
-	wg_detect "$dir/detect.json" "$dir/both-a.pcap" "$dir/both-b.pcap" >/dev/null
+	wg_detect "$dir/detect.json" "$dir/orig.pcap" "$dir/both-a.pcap" "$dir/both-b.pcap" >/dev/null
 	jq --arg k "$kname" --argjson r "$((after - before))" \
 		--argjson s "$((2 * 2 * WG_WINDOW_S * 1000000 / WG_STREAM_US))" \
 		'{kernel: $k, received: $r, sent: $s, detect: .}' "$dir/detect.json" >"$dir/result.json"
@@ -254,6 +257,6 @@ load_measure() {
 		guest_quit "peer-$clone"
 		args+=("$clone=$dir/$clone.dump:$dir/$clone.console")
 	done
-	wg_detect "$dir/wg.json" "${pcaps[@]}" >/dev/null
+	wg_detect "$dir/wg.json" "$dir/orig.pcap" "${pcaps[@]}" >/dev/null
 	"$BUILD/rng-exposure" -f "$LOAD_FRESH_PERMILLE" "${args[@]}" | jq --slurpfile wg "$dir/wg.json" '. + {wg: $wg[0]}' >"$dir/result.json"
 }

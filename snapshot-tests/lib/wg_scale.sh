@@ -95,7 +95,8 @@ scale_snapshot() {
 	wg_switch "${dir##*/}"
 	progress "$tag: booting the hub and the VM"
 	INITRAMFS=$SCALE_INITRAMFS snap_boot migrate-file hub "$kernel" 1 "$dir/hub" --guid "$WG_PEER_GUID" "${WG_NETS[@]:0:2}"
-	INITRAMFS=$SCALE_INITRAMFS snap_boot migrate-file vm "$kernel" 1 "$dir/vm" --guid "$WG_VM_GUID" "${WG_NETS[@]:2:2}"
+	INITRAMFS=$SCALE_INITRAMFS snap_boot migrate-file vm "$kernel" 1 "$dir/vm" --guid "$WG_VM_GUID" "${WG_NETS[@]:2:2}" \
+		--pcap "$dir/orig.pcap"
 	guest_call hub net-up 10.9.0.1/24 >/dev/null
 	guest_call vm net-up 10.9.0.2/24 >/dev/null
 	progress "$tag: $n interfaces on the hub"
@@ -140,7 +141,7 @@ scale_measure() {
 			guest_quit "hub-$clone"
 			pcaps+=("$dir/$clone.pcap")
 		done
-		wg_detect "$dir/$set.json" "${pcaps[@]}" >/dev/null
+		wg_detect "$dir/$set.json" "$dir/orig.pcap" "${pcaps[@]}" >/dev/null
 	done
 	jq -n --argjson n "$n" --argjson u "$used" --slurpfile f "$dir/fresh.json" --slurpfile c "$dir/control.json" \
 		'{peers: $n, in_use: $u, fresh: $f[0], control: $c[0]}' >"$dir/result.json"
