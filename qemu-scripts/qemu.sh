@@ -48,17 +48,16 @@ wait_until() {
 	done
 }
 
-# wait_as_positive SECONDS FLOOR: before a negative check says "none", wait
-# three times as long as its positive counterpart took (SECONDS), FLOOR
-# seconds at least.
-wait_as_positive() { sleep "$((3 * $1 > $2 ? 3 * $1 : $2))"; }
-# wait_as_positive_since START_MS POSITIVE_MS FLOOR_MS: the same rule for a
-# negative check whose wait began at START_MS (ms_now): sleep until then
-# plus three times POSITIVE_MS, FLOOR_MS at least (not at all if past).
+# wait_as_positive_since START_MS POSITIVE_MS FLOOR_MS: before a negative
+# check says "none", wait three times as long as its positive counterpart
+# took (POSITIVE_MS), FLOOR_MS at least, counted from START_MS (ms_now);
+# not at all if that is past.
 wait_as_positive_since() {
 	local left=$(($1 + (3 * $2 > $3 ? 3 * $2 : $3) - $(ms_now)))
 	[ "$left" -le 0 ] || sleep_ms "$left"
 }
+# wait_as_positive SECONDS FLOOR: the same from now, in seconds.
+wait_as_positive() { wait_as_positive_since "$(ms_now)" "$(($1 * 1000))" "$(($2 * 1000))"; }
 ms_now() { echo "$(($(date +%s%N) / 1000000))"; }
 
 sleep_ms() { sleep "$(($1 / 1000)).$(printf '%03d' $(($1 % 1000)))"; }
