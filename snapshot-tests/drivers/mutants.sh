@@ -133,7 +133,8 @@ check_wireguard() {
 	for traffic in stream idle; do
 		row=$RUN_DIR/wg-$1-$traffic.json
 		(export WG_STREAM_US=$MUTANT_WG_STREAM_US && wg_row "$1" "$traffic" 2 "$row" 2>/dev/null) || true
-		verdict=$("$BUILD/fork-report" -f verdicts "$row" | jq -r '"\(.verdict)\(if .why == "" then "" else ": " + .why end)"')
+		IFS=$'\t' read -r delivering verdict < <("$BUILD/fork-report" -f verdicts "$row" |
+			jq -r '"\(.delivering)\t\(.verdict)\(if .why == "" then "" else ": " + .why end)"') || true
 		case "$verdict" in
 		safe) ;;
 		exposed* | "not rekeyed"*) echo "tunnel $traffic: $verdict"; return 1 ;;
@@ -141,7 +142,6 @@ check_wireguard() {
 		esac
 		# fork_wireguard's "the stream reaches the peer again in every clone":
 		# a tunnel that rekeyed but delivers nothing is broken, not safe.
-		delivering=$("$BUILD/fork-report" -f verdicts "$row" | jq -r .delivering)
 		if [ "$traffic" = stream ] && [ "$delivering" != 2 ]; then
 			echo "tunnel stream: the stream reaches the peer again in $delivering of 2 clones"
 			return 1
