@@ -188,7 +188,7 @@ $(BUILD)/forksafe-seed-host: guest/seed.c $(SEED_LIBS) | $(BUILD)
 	$(HOST) -o $@ $(filter %.c,$^)
 
 # libforksafe's own tests, sanitized, against a file laid out like the device.
-$(BUILD)/forksafe-test: guest/forksafe_test.c guest/forksafe.c guest/sha256.c guest/forksafe.h guest/sha256.h | $(BUILD)
+$(BUILD)/forksafe-test: guest/forksafe_test.c guest/forksafe.c guest/sha256.c guest/forksafe.h guest/sha256.h guest/fake_vmgenid.h | $(BUILD)
 	$(HOST) -o $@ $(filter %.c,$^)
 
 # forksafe-openssl, the OpenSSL 3 provider (guest/openssl-provider.c): what
@@ -198,7 +198,7 @@ $(BUILD)/forksafe-openssl.so: $(PROVIDER_SRC) | $(BUILD)
 	$(CC) -O2 $(WARN) -fPIC -shared -fvisibility=hidden -Wl,-z,defs -Iguest -o $@ $(filter %.c,$^) -lcrypto
 $(BUILD)/forksafe-openssl-asan.so: $(PROVIDER_SRC) | $(BUILD)
 	$(HOST) -fPIC -shared -Wl,-z,defs -o $@ $(filter %.c,$^) -lcrypto
-$(BUILD)/forksafe-openssl-test: guest/openssl-provider_test.c guest/forksafe.h | $(BUILD)
+$(BUILD)/forksafe-openssl-test: guest/openssl-provider_test.c guest/forksafe.h guest/fake_vmgenid.h | $(BUILD)
 	$(HOST) -o $@ $(filter %.c,$^) -lcrypto -lpthread
 
 $(BUILD)/pcap-synth: $(AN)/pcap-synth.c $(AN)/wgpcap.h $(TOOL_SRC) | $(BUILD)

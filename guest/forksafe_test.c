@@ -14,8 +14,8 @@
 #include <string.h>
 #include <unistd.h>
 #include "forksafe.h"
+#include "fake_vmgenid.h"
 
-#define ID_OFFSET 64
 #define PLAN 30
 
 static int planned, failures;
@@ -34,37 +34,16 @@ static void hex(const uint8_t *b, size_t n, char *out)
 		sprintf(out + 2 * i, "%02x", b[i]);
 }
 
-/* A fake device: the structure, then the ID at ID_OFFSET, in one page. */
+/* A fake device in DIR, its path (one of the last four made). */
 static char *fake(const char *dir, const char *name, uint32_t id_len, uint8_t id_byte)
 {
-	struct vmgenid_generation g = { 7, ID_OFFSET, id_len };
-	uint8_t page[4096] = { 0 };
 	static char path[4][512];
 	static int n;
 	char *p = path[n++ % 4];
-	int fd;
 
 	snprintf(p, sizeof(path[0]), "%s/%s", dir, name);
-	memcpy(page, &g, sizeof(g));
-	memset(page + ID_OFFSET, id_byte, FORKSAFE_ID_LEN);
-	fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	if (fd < 0 || write(fd, page, sizeof(page)) != (ssize_t)sizeof(page) || close(fd)) {
-		printf("Bail out! cannot write %s\n", p);
-		exit(1);
-	}
+	fake_vmgenid(p, 7, id_len, id_byte);
 	return p;
-}
-
-static void set_id(const char *path, uint8_t byte, size_t len)
-{
-	uint8_t id[FORKSAFE_ID_LEN];
-	int fd = open(path, O_WRONLY);
-
-	memset(id, byte, sizeof(id));
-	if (fd < 0 || pwrite(fd, id, len, ID_OFFSET) != (ssize_t)len || close(fd)) {
-		printf("Bail out! cannot rewrite %s\n", path);
-		exit(1);
-	}
 }
 
 /* ---- vmclock: a page laid out as uapi linux/vmclock-abi.h says -------------- */
@@ -196,10 +175,10 @@ int main(void)
 
 	forksafe_mark(&saved);
 	check(forksafe_forked(&saved) == 0, "no fork since the mark");
-	set_id(dev, 2, FORKSAFE_ID_LEN);
+	fake_vmgenid_set_id(dev, 2, FORKSAFE_ID_LEN);
 	check(forksafe_forked(&saved) == 1, "a new ID through the shared mapping is a fork");
 	check(forksafe_forked(&saved) == 0, "and only one: saved moved on");
-	set_id(dev, 3, 8);
+	fake_vmgenid_set_id(dev, 3, 8);
 	check(forksafe_forked(&saved) == 1, "half an ID rewritten (a torn write) is a fork too");
 
 	/* Known answers: fast key erasure over SHA-256. */
@@ -223,7 +202,7 @@ int main(void)
 	forksafe_drbg_generate(&d, a, sizeof(a));
 	check(!memcmp(a, c, sizeof(a)) && d.reseeds == 0,
 	      "without a fork, the checked DRBG makes what the unchecked copy makes");
-	set_id(dev, 4, FORKSAFE_ID_LEN);
+	fake_vmgenid_set_id(dev, 4, FORKSAFE_ID_LEN);
 	forksafe_drbg_generate(&clone, b, sizeof(b));
 	check(memcmp(b, c, sizeof(b)) && clone.reseeds == 1,
 	      "after the ID changed, the clone's checked DRBG reseeds before its first output");

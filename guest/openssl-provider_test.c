@@ -32,8 +32,8 @@
 #include <openssl/provider.h>
 #include <openssl/rand.h>
 #include "forksafe.h"
+#include "fake_vmgenid.h"
 
-#define ID_OFFSET 64
 #define THREADS 4
 #define THREAD_CALLS 20000
 #define FLIPS 50
@@ -51,31 +51,6 @@ static void bail(const char *what)
 {
 	printf("Bail out! %s: %s\n", what, strerror(errno));
 	exit(2);
-}
-
-/* A fake device: the structure, then the ID at ID_OFFSET, in one page. */
-static void fake_device(const char *path, uint8_t id_byte)
-{
-	struct vmgenid_generation g = { 1, ID_OFFSET, FORKSAFE_ID_LEN };
-	uint8_t page[4096] = { 0 };
-	int fd;
-
-	memcpy(page, &g, sizeof(g));
-	memset(page + ID_OFFSET, id_byte, FORKSAFE_ID_LEN);
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	if (fd < 0 || write(fd, page, sizeof(page)) != (ssize_t)sizeof(page) || close(fd))
-		bail(path);
-}
-
-/* The hypervisor's fork: a new ID in place. */
-static void new_id(const char *path, uint8_t id_byte)
-{
-	uint8_t id[FORKSAFE_ID_LEN];
-	int fd = open(path, O_WRONLY);
-
-	memset(id, id_byte, sizeof(id));
-	if (fd < 0 || pwrite(fd, id, sizeof(id), ID_OFFSET) != (ssize_t)sizeof(id) || close(fd))
-		bail(path);
 }
 
 /* openssl.cnf as an operator writes it, with the provider's section's extra lines. */
@@ -211,7 +186,7 @@ static void case_device(const char *module, const char *dir)
 	int i, ok;
 
 	snprintf(dev, sizeof(dev), "%s/vmgenid", dir);
-	fake_device(dev, 0x11);
+	fake_vmgenid(dev, 1, FORKSAFE_ID_LEN, 0x11);
 	snprintf(extra, sizeof(extra), "device = %s\n", dev);
 	ctx = configured(dir, module, extra);
 
@@ -226,7 +201,7 @@ static void case_device(const char *module, const char *dir)
 
 	check(draw(ctx, 100) && reseeds(RAND_get0_public(ctx)) == 0, "device: no fork, no fork reseed");
 	inner = inner_reseeds(RAND_get0_public(ctx));
-	new_id(dev, 0x22);
+	fake_vmgenid_set_id(dev, 0x22, FORKSAFE_ID_LEN);
 	check(draw(ctx, 1) && reseeds(RAND_get0_public(ctx)) == 1,
 	      "device: a new ID, and the public DRBG reseeds before its next output");
 	check(inner_reseeds(RAND_get0_public(ctx)) == inner + 1,
@@ -246,7 +221,7 @@ static void case_device(const char *module, const char *dir)
 			bail("pthread_create");
 	}
 	for (i = 0; i < FLIPS; i++) {
-		new_id(dev, (uint8_t)(0x30 + i));
+		fake_vmgenid_set_id(dev, (uint8_t)(0x30 + i), FORKSAFE_ID_LEN);
 		usleep(1000);
 	}
 	ok = 1;
@@ -271,14 +246,14 @@ static void case_check0(const char *module, const char *dir)
 	OSSL_LIB_CTX *ctx;
 
 	snprintf(dev, sizeof(dev), "%s/vmgenid", dir);
-	fake_device(dev, 0x11);
+	fake_vmgenid(dev, 1, FORKSAFE_ID_LEN, 0x11);
 	snprintf(extra, sizeof(extra), "device = %s\ncheck = 0\n", dev);
 	ctx = configured(dir, module, extra);
 	check(!strcmp(prov_param(ctx, "forksafe-source"), "vmgenid") &&
 	      strstr(prov_param(ctx, "forksafe-status"), "check = 0"),
 	      "check0: the source is found, and the status says forks are not checked");
 	check(draw(ctx, 10), "check0: RAND_bytes() works");
-	new_id(dev, 0x22);
+	fake_vmgenid_set_id(dev, 0x22, FORKSAFE_ID_LEN);
 	check(draw(ctx, 10) && reseeds(RAND_get0_public(ctx)) == 0,
 	      "check0: a new ID, no fork reseed (positive control of the counts)");
 	OSSL_LIB_CTX_free(ctx);
