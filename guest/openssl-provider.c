@@ -67,7 +67,6 @@
  * configuration turned it off.
  */
 struct fs_prov {
-	const OSSL_CORE_HANDLE *handle;
 	OSSL_LIB_CTX *libctx;	/* a child of the application's: the default provider's CTR-DRBG */
 	int check;
 	const char *source;
@@ -419,7 +418,6 @@ int OSSL_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
 	prov = calloc(1, sizeof(*prov));
 	if (!prov)
 		return 0;
-	prov->handle = handle;
 	prov->libctx = OSSL_LIB_CTX_new_child(handle, in);
 	if (!prov->libctx) {
 		free(prov);
