@@ -441,6 +441,17 @@ static int fresh_initiation(const struct wg_capture *c, const struct wg_msg *m)
 	return c->early_fresh && set_has(c->early_fresh, m->sender) && !is_copy(c->origin, m);
 }
 
+/*
+ * A response to one of the VM's post-fork initiations is post-fork
+ * whenever it came, even before t0: it names that initiation's index,
+ * which nobody held before the restore.  The peer's restore can answer an
+ * early initiation before the agent's first heartbeat leaves.
+ */
+static int fresh_response(const struct wg_capture *c, const struct wg_msg *m)
+{
+	return set_has(&c->initiated, m->receiver) && (!c->origin || !is_copy(c->origin, m));
+}
+
 /* ---- sessions ---------------------------------------------------------------- */
 
 /* A session's name: both of its ephemeral keys. */
@@ -616,7 +627,7 @@ static int received_msg(struct wg_capture *c, int64_t t, const struct wg_msg *m)
 			return bad(c, "out of memory");
 		return indices_add(c, &c->hello, m->sender, m->ephemeral);
 	case WG_RESPONSE:
-		if (!set_has(&c->initiated, m->receiver) || !fresh(c, m))
+		if (!fresh_response(c, m))
 			return 0;
 		return handshake(c, t, m->sender, indices_find(&c->hello, m->receiver), m,
 				 peer_at(c, m->remote_port, 0));
