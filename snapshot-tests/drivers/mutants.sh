@@ -23,6 +23,8 @@
 #              reaching the output
 #   rng        a migrate-file fork at 2 vCPUs, getrandom() loops: fork-safe
 #   vdso       6.12 only: the same with vDSO getrandom() loops
+#   vdso-tail  6.12 only: the same with clones whose GUIDs are new in
+#              their last group only (RNG_GUIDS=tail)
 #   long-read  the same with 16 MiB getrandom() calls: fork-safe (at most
 #              the page in flight)
 #   pre-init   the same with GRND_INSECURE reads, snapshot in CRNG_EARLY:
@@ -103,7 +105,7 @@ check_kunit() {
 # rng_check KERNEL_NAME SHAPE CRNG: one fork row must be fork-safe; only
 # an exposure window kills.
 rng_check() {
-	local row=$RUN_DIR/rng-$1-$2-$3.json verdict
+	local row=$RUN_DIR/rng-$1-$2-$3${RNG_GUIDS#new}.json verdict
 	rng_row "$1" migrate-file 2 2 "$row" "$2" "$3" 2>/dev/null || true
 	verdict=$("$BUILD/fork-report" -f verdicts "$row" | jq -r '"\(.verdict) \(.why)"')
 	case "$verdict" in
@@ -120,6 +122,7 @@ export PREINIT_EXTRA="kunit.filter_glob=no-suite"
 
 check_rng() { rng_check "$1" getrandom-16 ready; }
 check_vdso() { rng_check "$1" vdso-16 ready; }
+check_vdso_tail() { (export RNG_GUIDS=tail && rng_check "$1" vdso-16 ready); }
 check_long_read() { rng_check "$1" getrandom-16MiB ready; }
 check_pre_init() { rng_check "$1" insecure-16 early; }
 
@@ -160,7 +163,7 @@ check_signal() {
 }
 
 CHECKS="kunit rng long_read pre_init wireguard signal"
-[ -z "$suffix" ] || CHECKS="kunit rng vdso long_read pre_init wireguard signal"
+[ -z "$suffix" ] || CHECKS="kunit rng vdso vdso_tail long_read pre_init wireguard signal"
 
 # run_checks KERNEL_NAME: "killed\tname: why" for the first check that
 # kills, else "error\tname: why" for the first that could not tell, else

@@ -135,11 +135,22 @@ DUMP_TIMEOUT=300   # a dump of up to 64 vCPUs x 60000 blocks over virtio-serial
 # one row; APPEND, kernel parameters the original boots with, is a key of
 # the row (a positive control: initcall_blacklist=vmgenid_driver_init, a
 # kernel that never learns of a fork, as Debian 12's cloud kernel).
+# RNG_GUIDS (exported, a key of the row when set): what the fresh clones'
+# GUIDs are; "new" (the default) QEMU's guid=auto, a new random one each;
+# "tail" the original's with only its last group changed (clone N's XOR
+# N), as operators who number their clones do: bytes 10-15 of the ID
+# change, its first 8 stay.
+RNG_GUIDS=${RNG_GUIDS:-new}
 rng_row() {
 	local kname=$1 method=$2 vcpus=$3 nclones=$4 out=$5 shape=${6:-getrandom-16} crng=${7:-ready} append=${8:-}
 	local -a keys=(kind=rng kernel="$kname" method="$method" vcpus="$vcpus" shape="$shape" crng="$crng")
 	[ -z "$append" ] || keys+=(append="$append")
-	row_run "$RUN_DIR/$kname-$method-$vcpus-$shape-$crng${append:+-${append//[^a-z0-9_]/-}}" "$out" \
+	case "$RNG_GUIDS" in
+	new) ;;
+	tail) keys+=(guids="$RNG_GUIDS") ;;
+	*) die "RNG_GUIDS is new or tail, not '$RNG_GUIDS'" ;;
+	esac
+	row_run "$RUN_DIR/$kname-$method-$vcpus-$shape-$crng${append:+-${append//[^a-z0-9_]/-}}${RNG_GUIDS#new}" "$out" \
 		"$(row_keys "${keys[@]}")" \
 		rng_measure "$kname" "$(kernel_path "$kname")" "$method" "$vcpus" "$nclones" "$shape" "$crng" "$append"
 }
@@ -152,7 +163,7 @@ rng_rows() {
 	for k in $3; do
 		for v in $4; do
 			for m in $5; do
-				ROWS+=("$dir/$k-${v}cpu-$m-$shape-$crng.json")
+				ROWS+=("$dir/$k-${v}cpu-$m-$shape-$crng${RNG_GUIDS#new}.json")
 				rng_row "$k" "$m" "$v" "$n" "${ROWS[-1]}" "$shape" "$crng" || true
 			done
 		done
@@ -195,6 +206,9 @@ rng_original() {
 	snap_save "$method" "$RNG_ORIG" "$ROW_DIR"
 }
 
+# guid_tail GUID N: GUID with its last group XOR N.
+guid_tail() { printf '%s-%012x\n' "${1%-*}" "$((0x${1##*-} ^ $2))"; }
+
 # rng_clone CLONE: restore one clone of rng_original's snapshot ("ref" and
 # "control" keep the original's GUID, others get a fresh one), let it
 # finish the recording, collect it and end it.
@@ -209,7 +223,10 @@ rng_clone() {
 rng_clone_start() {
 	local clone=$1 g=auto
 	RNG_NAME=$(snap_clone_name "$RNG_METHOD" "$RNG_ORIG" "$clone-$RNG_ORIG")
-	case "$clone" in ref | control) g=$RNG_GUID ;; esac
+	case "$clone:$RNG_GUIDS" in
+	ref:* | control:*) g=$RNG_GUID ;;
+	c*:tail) g=$(guid_tail "$RNG_GUID" "${clone#c}") ;;
+	esac
 	# A clone in a QEMU of its own writes its console from the start, over
 	# what an earlier row's guest of the same name left there.
 	[ "$RNG_NAME" = "$RNG_ORIG" ] || rm -f "$(guest_dir "$RNG_NAME")/console.log"
