@@ -115,9 +115,9 @@ for run in $shapes; do
 	shape=${run%:*}
 	export RNG_GUIDS=new
 	[ "$run" = "$shape" ] || RNG_GUIDS=${run#*:}
-	row=$RUN_DIR/$kname-$method-$vcpus-$shape${RNG_GUIDS#new}.json
+	row=$RUN_DIR/$kname-$method-$vcpus-$shape$(rng_guids_suffix).json
 	tag="$kname ${vcpus}cpu $method $shape"
-	[ "$RNG_GUIDS" = new ] || tag+=", GUIDs new in the last group only"
+	[ "$RNG_GUIDS" = new ] || tag+=", $RNG_GUIDS_TAIL"
 	# The debug build's vDSO row recorded 600,000 calls and its control
 	# parted from the reference after 220,000 to 300,000 of them (make
 	# check, 2026-12-05, aged 40 s and 125 s alike): the debug lane

@@ -46,7 +46,7 @@ i=0
 # shellcheck disable=SC2034 # v and t_row read VERDICT
 for VERDICT in "${ROW_VERDICTS[@]}"; do
 	tag="$(v kernel) $(v shape), crng $(v crng)"
-	case "${ROWS[i++]}" in *tail.json) tag+=", new GUIDs in the last group only" ;; esac
+	case "${ROWS[i++]}" in *-tail.json) tag+=", $RNG_GUIDS_TAIL" ;; esac
 	t_row "$tag: measured with an identical negative control" || { t_fail "$tag: every clone sees a new GUID"; t_fail "$tag: exposure as expected"; continue; }
 	t_eq "$tag: every clone sees a new GUID" "$(v guid_changed)" 2
 	t_diag "$tag: $(v verdict); at most $(v exposure_bytes_max) bytes shared with the reference, $(v cross_clone_max) records with another clone"

@@ -9,8 +9,8 @@
 #  - random_vmfork: a fork is counted once through every entry point, the
 #    unregistered path included; a change of one half of the ID (a new tail
 #    an operator gave, a torn read: once per half) counts at once, also for
-#    a CPU that read the count before another CPU handled the change; output, batched values and
-#    long reads after a fork differ from what the old state gives; CPUs
+#    a CPU that read the count before another CPU handled the change;
+#    output, batched values and long reads after a fork differ from what the old state gives; CPUs
 #    racing one fork count it once; on 6.12, the word the vDSO compares
 #    gives the generation back for the ID the kernel reseeded for only;
 #  - wireguard_vmfork: the send path and the tx worker refuse exactly the
@@ -35,7 +35,7 @@ kernel=${KERNEL:-$BUILD/bzImage-$(debug_kernel)}
 declare -A cases=(
 	[random_vmfork]="vmfork_test_id_in_output vmfork_test_unchanged vmfork_test_changed_once
 		vmfork_test_output_differs vmfork_test_batch_after_fork vmfork_test_torn
-		vmfork_test_tail_race 		vmfork_test_unregistered vmfork_test_register vmfork_test_many
+		vmfork_test_tail_race vmfork_test_unregistered vmfork_test_register vmfork_test_many
 		vmfork_test_cpus_race vmfork_test_long_read"
 	[wireguard_vmfork]="wg_vmfork_test_send_check wg_vmfork_test_tx_drop
 		wg_vmfork_test_session_stamp wg_vmfork_test_session_in_use

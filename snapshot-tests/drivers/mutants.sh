@@ -105,7 +105,8 @@ check_kunit() {
 # rng_check KERNEL_NAME SHAPE CRNG: one fork row must be fork-safe; only
 # an exposure window kills.
 rng_check() {
-	local row=$RUN_DIR/rng-$1-$2-$3${RNG_GUIDS#new}.json verdict
+	local row verdict
+	row=$RUN_DIR/rng-$1-$2-$3$(rng_guids_suffix).json
 	rng_row "$1" migrate-file 2 2 "$row" "$2" "$3" 2>/dev/null || true
 	verdict=$("$BUILD/fork-report" -f verdicts "$row" | jq -r '"\(.verdict) \(.why)"')
 	case "$verdict" in

@@ -141,6 +141,11 @@ DUMP_TIMEOUT=300   # a dump of up to 64 vCPUs x 60000 blocks over virtio-serial
 # N), as operators who number their clones do: bytes 10-15 of the ID
 # change, its first 8 stay.
 RNG_GUIDS=${RNG_GUIDS:-new}
+# rng_guids_suffix: what RNG_GUIDS adds to a row's file names ("-tail"; ""
+# for new); RNG_GUIDS_TAIL, how a tag says it.
+rng_guids_suffix() { [ "$RNG_GUIDS" = new ] || echo "-$RNG_GUIDS"; }
+# shellcheck disable=SC2034 # for the scenarios
+RNG_GUIDS_TAIL="GUIDs new in the last group only"
 rng_row() {
 	local kname=$1 method=$2 vcpus=$3 nclones=$4 out=$5 shape=${6:-getrandom-16} crng=${7:-ready} append=${8:-}
 	local -a keys=(kind=rng kernel="$kname" method="$method" vcpus="$vcpus" shape="$shape" crng="$crng")
@@ -150,7 +155,7 @@ rng_row() {
 	tail) keys+=(guids="$RNG_GUIDS") ;;
 	*) die "RNG_GUIDS is new or tail, not '$RNG_GUIDS'" ;;
 	esac
-	row_run "$RUN_DIR/$kname-$method-$vcpus-$shape-$crng${append:+-${append//[^a-z0-9_]/-}}${RNG_GUIDS#new}" "$out" \
+	row_run "$RUN_DIR/$kname-$method-$vcpus-$shape-$crng${append:+-${append//[^a-z0-9_]/-}}$(rng_guids_suffix)" "$out" \
 		"$(row_keys "${keys[@]}")" \
 		rng_measure "$kname" "$(kernel_path "$kname")" "$method" "$vcpus" "$nclones" "$shape" "$crng" "$append"
 }
@@ -163,7 +168,7 @@ rng_rows() {
 	for k in $3; do
 		for v in $4; do
 			for m in $5; do
-				ROWS+=("$dir/$k-${v}cpu-$m-$shape-$crng${RNG_GUIDS#new}.json")
+				ROWS+=("$dir/$k-${v}cpu-$m-$shape-$crng$(rng_guids_suffix).json")
 				rng_row "$k" "$m" "$v" "$n" "${ROWS[-1]}" "$shape" "$crng" || true
 			done
 		done
