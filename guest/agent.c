@@ -480,6 +480,21 @@ static int cmd_wg_up(const char *args)
 	return run((char *[]){ "/bin/ip", "link", "set", "wg0", "up", NULL });
 }
 
+/*
+ * "wg-port PORT": wg0 listens on another port and keeps its sessions, so
+ * that it sends under them from an address its peer has not seen (what a
+ * sibling clone holding the same keys can do) and hears nothing sent to
+ * the old one.
+ */
+static int cmd_wg_port(const char *args)
+{
+	char port[8];
+
+	if (sscanf(args, "%7[0-9]", port) != 1)
+		return -EINVAL;
+	return run((char *[]){ "/usr/bin/wg", "set", "wg0", "listen-port", port, NULL });
+}
+
 /* "wg-show": the peer's latest handshake (unix time) and transfer counters. */
 static int cmd_wg_show(const char *args)
 {
@@ -657,6 +672,7 @@ static const struct command {
 	{ "net-up", cmd_net_up },
 	{ "wg-up", cmd_wg_up },
 	{ "wg-show", cmd_wg_show },
+	{ "wg-port", cmd_wg_port },
 	{ "sh", cmd_sh },
 	{ "stream", cmd_stream },
 	{ "sink", cmd_sink },

@@ -99,7 +99,16 @@ ROWS=()
 # shellcheck disable=SC2086 # a list of words
 wg_rows "$out/rows" "$nclones" $kernels
 wg=("${ROWS[@]}")
+# A sibling sending to each clone under the pre-fork session.
+sibling=()
+for k in $kernels; do
+	sibling+=("$out/rows/wg-$k-sibling.json")
+	wg_sibling_row "$k" "$nclones" "${sibling[-1]}" || true
+done
 "$BUILD/fork-report" -f summary "${rng[@]}" "${wg[@]}" >"$out/verdicts.txt"
+for r in "${sibling[@]}"; do
+	echo "$(jq -r .kernel "$r"): WireGuard, a sibling sending under the pre-fork session: $(wg_sibling_verdict "$r")"
+done >>"$out/verdicts.txt"
 {
 	echo "## Verdicts"
 	echo
@@ -114,6 +123,16 @@ wg=("${ROWS[@]}")
 	echo
 	echo "migrate-file, 1 vCPU, $nclones fresh-GUID clones and 2 pinned-GUID controls per row, each clone next to a restore of the peer for $WG_WINDOW_S s; read off each clone's wire by wg-detect. Times in ms after the resume, counts: min/median/max (clones where it happened)."
 	"$BUILD/fork-report" "${wg[@]}"
+	echo
+	echo "### A sibling sending under the pre-fork session"
+	echo
+	echo "The peer's restore, with its GUID kept, listens on another port and streams to the clone under the session it had at the snapshot, as a sibling clone holding the same keys can; $nclones fresh clones and $WG_SIBLING_CONTROLS control (the original's GUID) per kernel, each read after the sibling sent $WG_SIBLING_OFFER datagrams."
+	echo
+	echo "| kernel | verdict |"
+	echo "| --- | --- |"
+	for r in "${sibling[@]}"; do
+		echo "| $(jq -r .kernel "$r") | $(wg_sibling_verdict "$r") |"
+	done
 } >"$out/matrix.md.tmp"
 mv "$out/matrix.md.tmp" "$out/matrix.md"
 cat "$out/matrix.md"

@@ -31,7 +31,7 @@
 #              fork-safe
 #   wireguard  fork_wireguard's rows, streaming and idle, the stream at
 #              1,000 datagrams/s: safe, and the stream reaching the peer
-#              again in every clone
+#              again in every clone; then its sibling row: refused
 #   signal     snapshot-tests/fork_signal.sh on the kernel: /dev/vmgenid's
 #              errors, one poll() wake per fork, the checked DRBG fork-safe
 # Results in DIR/mutants.md (DIR/mutants-6.12.md for 6.12; default results/).
@@ -132,11 +132,15 @@ check_pre_init() { rng_check "$1" insecure-16 early; }
 # resume and the fork notifier, which a mutant without the send path's
 # check leaves open, carry packets.
 MUTANT_WG_STREAM_US=${MUTANT_WG_STREAM_US:-1000}
+# mutant_wg ROW-FUNCTION ARGS...: a WireGuard row at the mutants' rate;
+# its error, if any, is in the row.
+mutant_wg() { (export WG_STREAM_US=$MUTANT_WG_STREAM_US && "$@" 2>/dev/null) || true; }
+
 check_wireguard() {
 	local row traffic verdict delivering
 	for traffic in stream idle; do
 		row=$RUN_DIR/wg-$1-$traffic.json
-		(export WG_STREAM_US=$MUTANT_WG_STREAM_US && wg_row "$1" "$traffic" 2 "$row" 2>/dev/null) || true
+		mutant_wg wg_row "$1" "$traffic" 2 "$row"
 		IFS=$'\t' read -r delivering verdict < <("$BUILD/fork-report" -f verdicts "$row" |
 			jq -r '"\(.delivering)\t\(.verdict)\(if .why == "" then "" else ": " + .why end)"') || true
 		case "$verdict" in
@@ -151,6 +155,14 @@ check_wireguard() {
 			return 1
 		fi
 	done
+	row=$RUN_DIR/wg-$1-sibling.json
+	mutant_wg wg_sibling_row "$1" 2 "$row"
+	verdict=$(wg_sibling_verdict "$row")
+	case "$verdict" in
+	refused:*) ;;
+	accepted:*) echo "sibling: $verdict"; return 1 ;;
+	*) echo "error: sibling: ${verdict#error: }"; return 2 ;;
+	esac
 }
 
 # fork_signal's rows "measured with an identical negative control" and

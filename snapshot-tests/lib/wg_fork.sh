@@ -18,6 +18,10 @@
 # VM's wire is captured and read by wg-detect; its heartbeat, every 5 ms
 # beside the tunnel, marks the resume in the capture.
 #
+# TRAFFIC "sibling" measures the other direction: the peer is restored
+# as a sibling clone would act with the keys it shares, sending to the VM
+# under the pre-fork session from another port (wg_sibling below).
+#
 #   wg_rows, wg_row KERNEL_NAME TRAFFIC CLONES OUT.json (in the parent)
 #   wg_measure KERNEL_NAME KERNEL TRAFFIC CLONES (in the row's child)
 
@@ -65,6 +69,10 @@ wg_measure() {
 	local kname=$1 kernel=$2 traffic=$3 nclones=$4 dir=$ROW_DIR set n i
 	local -a pcaps
 	wg_snapshot "$kname" "$kernel" "$traffic" "$dir"
+	if [ "$traffic" = sibling ]; then
+		wg_sibling_measure "$kernel" "$nclones" "$dir"
+		return
+	fi
 	for set in fresh control; do
 		n=$nclones
 		[ "$set" = fresh ] || n=$WG_CONTROLS
@@ -150,8 +158,10 @@ wg_snapshot() {
 		die "the tunnel did not come up: no handshake in ${WG_HANDSHAKE_TIMEOUT}s"
 	sleep "$WG_FLOW_S"
 	[ "$(wg_received peer)" -gt 0 ] || die "nothing came through the tunnel"
-	if [ "$traffic" = idle ]; then guest_call vm stream stop data >/dev/null; fi
+	if [ "$traffic" = sibling ]; then wg_sibling_prepare "$dir"; fi
+	if [ "$traffic" != stream ]; then guest_call vm stream stop data >/dev/null; fi
 	sleep "$WG_SETTLE_S"
+	if [ "$traffic" = sibling ]; then wg_sink_received vm >"$dir/vm-sink.before"; fi
 	if [ -n "$shape" ]; then
 		rng_require "$(guest_call vm info)" "$kname"
 		rng_prepare vm migrate-file ready "$(guest_call vm info)" "$(record_age "$shape" "$kname")"
@@ -193,6 +203,108 @@ wg_restore_pair() {
 	echo "$((after - before))" >"$dir/$clone.delivered"
 	guest_quit "$clone"
 	guest_quit "peer-$clone"
+}
+
+# ---- a sibling sending under the pre-fork session ------------------------------
+# A sibling clone holds both halves of every pre-fork keypair, the
+# receiving one included: it can seal packets as the peer would, with
+# counters above any this clone has seen, from an address of its own.  A
+# kernel that accepts them delivers forged traffic and moves its endpoint
+# for the peer to the sender (wg_socket_set_peer_endpoint()).  The peer's
+# restore plays that sibling: it keeps its GUID (no fork, its sessions
+# live), listens on WG_SIBLING_PORT instead of its own port (so it hears
+# none of the clone's new handshakes, as a sibling would not answer them)
+# and streams to the VM's sink under the session it had at the snapshot.
+# The VM's own stream stops before the snapshot, so that nothing it sends
+# starts a handshake the sibling would answer.  A clone with the
+# original's GUID is the live positive control: without a fork the same
+# packets are accepted, so the kernel was asked.
+WG_SIBLING_PORT=51003
+WG_SIBLING_OFFER=${WG_SIBLING_OFFER:-100} # datagrams sent to each clone before its count is read
+WG_SIBLING_TIMEOUT=30
+WG_SIBLING_CONTROLS=${WG_SIBLING_CONTROLS:-1}
+
+# What the VM's sink has received so far.
+wg_sink_received() { guest_call "$1" sink stat | agent_field received; }
+wg_sibling_sent() { guest_call "$1" stream stat rx | agent_field sent; }
+
+# wg_sibling_prepare DIR: in the original, the peer streams to the VM's
+# sink until the VM has received some, then stops (the restore restarts
+# it), so that the sink's count is still when it is read before the
+# snapshot.
+wg_sibling_prepare() {
+	guest_call vm sink start "$WG_SINK_PORT" >/dev/null
+	guest_call peer stream start rx 10.10.0.2 "$WG_SINK_PORT" "$WG_STREAM_US" >/dev/null
+	wait_until "$WG_HANDSHAKE_TIMEOUT" wg_sibling_delivered vm 0 ||
+		die "the peer's stream did not reach the VM through the tunnel"
+	guest_call peer stream stop rx >/dev/null
+}
+
+# wg_sibling_delivered GUEST COUNT: its sink has more than COUNT.
+wg_sibling_delivered() { [ "$(wg_sink_received "$1")" -gt "$2" ]; }
+
+# wg_sibling_offered PEER SENT0: it has sent WG_SIBLING_OFFER since SENT0.
+wg_sibling_offered() { [ "$(($(wg_sibling_sent "$1") - $2))" -ge "$WG_SIBLING_OFFER" ]; }
+
+# wg_sibling_measure KERNEL CLONES DIR: CLONES fresh clones and
+# WG_SIBLING_CONTROLS with the original's GUID, each next to a sibling.
+# result.json: {"clones": [{"name", "set", "offered" (data packets on
+# its wire after the resume), "accepted" (datagrams its sink received),
+# "endpoint" (its endpoint for the peer at the end)}], "own_endpoint"}.
+wg_sibling_measure() {
+	local kernel=$1 nclones=$2 dir=$3 set n i clone sent0 before guid
+	before=$(cat "$dir/vm-sink.before")
+	for set in fresh control; do
+		n=$nclones guid=auto
+		[ "$set" = fresh ] || n=$WG_SIBLING_CONTROLS guid=$WG_VM_GUID
+		for ((i = 1; i <= n; i++)); do
+			clone=$set$i
+			progress "wg sibling: restoring $clone next to a sibling"
+			wg_restore_peer "$kernel" "$dir" "peer-$clone"
+			guest_call "peer-$clone" wg-port "$WG_SIBLING_PORT" >/dev/null
+			guest_call "peer-$clone" stream start rx 10.10.0.2 "$WG_SINK_PORT" "$WG_STREAM_US" >/dev/null
+			wg_restore "$kernel" "$dir" "$clone" "$guid"
+			sent0=$(wg_sibling_sent "peer-$clone")
+			wait_until "$WG_SIBLING_TIMEOUT" wg_sibling_offered "peer-$clone" "$sent0" ||
+				die "$clone: the sibling sent fewer than $WG_SIBLING_OFFER datagrams in ${WG_SIBLING_TIMEOUT}s"
+			jq -n --arg name "$clone" --arg set "$set" \
+				--argjson accepted "$(($(wg_sink_received "$clone") - before))" \
+				--arg endpoint "$(guest_call "$clone" wg-show | agent_field endpoint)" \
+				'{name: $name, set: $set, accepted: $accepted, endpoint: $endpoint}' >"$dir/$clone.sibling.json"
+			guest_quit "$clone"
+			guest_quit "peer-$clone"
+		done
+	done
+	wg_detect "$dir/sibling.detect.json" "$dir/orig.pcap" "$dir"/fresh*.pcap "$dir"/control*.pcap >/dev/null
+	jq -s --slurpfile d "$dir/sibling.detect.json" --arg own "10.9.0.1:$WG_PEER_PORT" \
+		'{own_endpoint: $own, clones: [range(0; length) as $i | .[$i] + {offered: $d[0].clones[$i].received.data}]}' \
+		"$dir"/fresh*.sibling.json "$dir"/control*.sibling.json >"$dir/result.json"
+}
+
+# wg_sibling_row KERNEL_NAME CLONES OUT.json: the sibling measurement as
+# a row of its own kind (fork-report judges "wg" rows; this one is judged
+# by wg_sibling_verdict).
+wg_sibling_row() {
+	row_run "$RUN_DIR/wg-$1-sibling" "$3" "$(row_keys kind=wg-sibling kernel="$1")" \
+		wg_measure "$1" "$(kernel_path "$1")" sibling "$2"
+}
+
+# wg_sibling_verdict ROW.json: one line, "VERDICT: why", of a sibling row.
+# "refused": no fresh clone accepted a datagram or moved its endpoint;
+# "accepted": one did; an error (the row's, or a measurement that could
+# not tell: a control that accepted nothing, a clone offered nothing)
+# otherwise.
+wg_sibling_verdict() {
+	jq -r '
+	def clones($s): [.result.clones[] | select(.set == $s)];
+	if .error then "error: \(.error)"
+	elif (clones("control") | length) == 0 or (clones("fresh") | length) == 0 then "error: no control or no fresh clone"
+	elif any(.result.clones[]; .offered == 0) then "error: a clone saw no datagram from the sibling on its wire"
+	elif any(clones("control")[]; .accepted == 0) then "error: blind: a control (no fork) accepted nothing from the sibling"
+	elif any(clones("fresh")[]; .accepted > 0 or .endpoint != $own) then
+		"accepted: \([clones("fresh")[] | "\(.name) accepted \(.accepted) of \(.offered), endpoint \(.endpoint)"] | join("; "))"
+	else "refused: \([clones("fresh")[] | .offered] | add) datagrams offered to \(clones("fresh") | length) fresh clones, none accepted, endpoints kept; the controls accepted \([clones("control")[] | .accepted] | add)"
+	end' --arg own "10.9.0.1:$WG_PEER_PORT" "$1"
 }
 
 # wg_both_measure KERNEL_NAME KERNEL: two fresh-GUID clones of one snapshot
