@@ -289,23 +289,9 @@ wg_sibling_row() {
 		wg_measure "$1" "$(kernel_path "$1")" sibling "$2"
 }
 
-# wg_sibling_verdict ROW.json: one line, "VERDICT: why", of a sibling row.
-# "refused": no fresh clone accepted a datagram or moved its endpoint;
-# "accepted": one did; an error (the row's, or a measurement that could
-# not tell: a control that accepted nothing, a clone offered nothing)
-# otherwise.
-wg_sibling_verdict() {
-	jq -r '
-	def clones($s): [.result.clones[] | select(.set == $s)];
-	if .error then "error: \(.error)"
-	elif (clones("control") | length) == 0 or (clones("fresh") | length) == 0 then "error: no control or no fresh clone"
-	elif any(.result.clones[]; .offered == 0) then "error: a clone saw no datagram from the sibling on its wire"
-	elif any(clones("control")[]; .accepted == 0) then "error: blind: a control (no fork) accepted nothing from the sibling"
-	elif any(clones("fresh")[]; .accepted > 0 or .endpoint != $own) then
-		"accepted: \([clones("fresh")[] | "\(.name) accepted \(.accepted) of \(.offered), endpoint \(.endpoint)"] | join("; "))"
-	else "refused: \([clones("fresh")[] | .offered] | add) datagrams offered to \(clones("fresh") | length) fresh clones, none accepted, endpoints kept; the controls accepted \([clones("control")[] | .accepted] | add)"
-	end' --arg own "10.9.0.1:$WG_PEER_PORT" "$1"
-}
+# wg_sibling_verdict ROW.json: one line, "VERDICT: why" (refused,
+# accepted or error), by analyzers/wg-sibling.jq.
+wg_sibling_verdict() { jq -r -f "$FORKSAFE_ROOT/snapshot-tests/analyzers/wg-sibling.jq" "$1"; }
 
 # wg_both_measure KERNEL_NAME KERNEL: two fresh-GUID clones of one snapshot
 # on the switch next to one restore of the peer, both streaming: the same
