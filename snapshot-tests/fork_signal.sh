@@ -18,7 +18,10 @@
 #    it before each output (libforksafe's reference DRBG) shares nothing
 #    between clones, while the same DRBG without the check goes on from
 #    its pre-fork key in every clone (positive control: the window that no
-#    kernel change can close without the check).
+#    kernel change can close without the check);
+#  - booted with vmgenid.map_id=0, the page stays out of user space: the
+#    mapping gets ENODEV (where the default boot's works: the control),
+#    and the driver says so once on the console.
 # Stock kernels have no /dev/vmgenid: the probe must say so.  Without
 # KERNELS=, the debug lane's kernel (debug-6.12) is tested beside patched.
 set -euo pipefail
@@ -26,7 +29,7 @@ set -euo pipefail
 . "$(dirname "$0")/lib/measure.sh"
 qemu_setup
 
-EPERM=1 EACCES=13 EINVAL=22
+EPERM=1 ENODEV=19 EACCES=13 EINVAL=22
 RESUMED_S=2 WAKE_TIMEOUT_S=30
 
 # The debug lane's kernel too (make check: debug-6.12, the 6.12 series),
@@ -121,7 +124,18 @@ signal_tests() {
 	snap_end migrate-file "$k-control"
 }
 
-t_plan $(($(wc -w <<<"$patched") * 15 + $(wc -w <<<"$drbg") * 4 + $(wc -w <<<"$stock")))
+# nomap_tests NAME: a boot with vmgenid.map_id=0.
+nomap_tests() {
+	local k=$1 p
+	guest_boot "$k-nomap" "$(kernel_path "$k")" --append vmgenid.map_id=0
+	p=$(guest_call "$k-nomap" vmgenid-probe)
+	t_eq "$k: booted with vmgenid.map_id=0, the mapping gets ENODEV" "$(agent_field map_read <<<"$p")" "$ENODEV"
+	t_eq "$k: and the driver says so once" \
+		"$(grep -c "the ID's page is not mapped into user space" "$(guest_dir "$k-nomap")/console.log" || true)" 1
+	guest_stop "$k-nomap"
+}
+
+t_plan $(($(wc -w <<<"$patched") * 15 + $(wc -w <<<"$drbg") * 6 + $(wc -w <<<"$stock")))
 for k in $stock; do
 	kernel=$(kernel_path "$k")
 	guest_boot "$k" "$kernel"
@@ -131,6 +145,9 @@ for k in $stock; do
 done
 for k in $patched; do
 	signal_tests "$k"
+done
+for k in $drbg; do
+	nomap_tests "$k"
 done
 
 ROWS=()

@@ -12,7 +12,9 @@
 #    a CPU that read the count before another CPU handled the change;
 #    output, batched values and long reads after a fork differ from what the old state gives; CPUs
 #    racing one fork count it once; on 6.12, the word the vDSO compares
-#    gives the generation back for the ID the kernel reseeded for only;
+#    gives the generation back for the ID the kernel reseeded for only, and
+#    never for the zero page the vDSO reads when the ID's page cannot be
+#    mapped (every call then takes the system call);
 #  - wireguard_vmfork: the send path and the tx worker refuse exactly the
 #    keypairs from before a fork, sessions carry their handshake's
 #    generation, the fork notifier expires pre-fork state and asks for a
@@ -44,7 +46,7 @@ declare -A cases=(
 # The 6.12 series' vDSO check (0010) adds a case where the vDSO has getrandom().
 config=$(dirname "$(readlink -f "$kernel")")/.config
 if grep -qx 'CONFIG_VDSO_GETRANDOM=y' "$config" 2>/dev/null; then
-	cases[random_vmfork]+=" vmfork_test_vdso_check"
+	cases[random_vmfork]+=" vmfork_test_vdso_check vmfork_test_vdso_no_page"
 fi
 t_plan $(($(wc -w <<<"${cases[*]}") + 2 + 3))
 

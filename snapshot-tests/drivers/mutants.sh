@@ -25,6 +25,8 @@
 #   vdso       6.12 only: the same with vDSO getrandom() loops
 #   vdso-tail  6.12 only: the same with clones whose GUIDs are new in
 #              their last group only (RNG_GUIDS=tail)
+#   vdso-nomap 6.12 only: the vDSO row booted with vmgenid.map_id=0 (no
+#              page for the vDSO: it must take the system call)
 #   long-read  the same with 16 MiB getrandom() calls: fork-safe (at most
 #              the page in flight)
 #   pre-init   the same with GRND_INSECURE reads, snapshot in CRNG_EARLY:
@@ -102,12 +104,12 @@ check_kunit() {
 	scenario_verdict "$log" 'passed$|^the recorded|^the replay with'
 }
 
-# rng_check KERNEL_NAME SHAPE CRNG: one fork row must be fork-safe; only
-# an exposure window kills.
+# rng_check KERNEL_NAME SHAPE CRNG [APPEND]: one fork row must be
+# fork-safe; only an exposure window kills.
 rng_check() {
 	local row verdict
-	row=$RUN_DIR/rng-$1-$2-$3$(rng_guids_suffix).json
-	rng_row "$1" migrate-file 2 2 "$row" "$2" "$3" 2>/dev/null || true
+	row=$RUN_DIR/rng-$1-$2-$3$(rng_guids_suffix)${4:+-${4//[^a-z0-9_]/-}}.json
+	rng_row "$1" migrate-file 2 2 "$row" "$2" "$3" "${4:-}" 2>/dev/null || true
 	verdict=$("$BUILD/fork-report" -f verdicts "$row" | jq -r '"\(.verdict) \(.why)"')
 	case "$verdict" in
 	"fork-safe "*) return 0 ;;
@@ -124,6 +126,7 @@ export PREINIT_EXTRA="kunit.filter_glob=no-suite"
 check_rng() { rng_check "$1" getrandom-16 ready; }
 check_vdso() { rng_check "$1" vdso-16 ready; }
 check_vdso_tail() { (export RNG_GUIDS=tail && rng_check "$1" vdso-16 ready); }
+check_vdso_nomap() { rng_check "$1" vdso-16 ready vmgenid.map_id=0; }
 check_long_read() { rng_check "$1" getrandom-16MiB ready; }
 check_pre_init() { rng_check "$1" insecure-16 early; }
 
@@ -176,7 +179,7 @@ check_signal() {
 }
 
 CHECKS="kunit rng long_read pre_init wireguard signal"
-[ -z "$suffix" ] || CHECKS="kunit rng vdso vdso_tail long_read pre_init wireguard signal"
+[ -z "$suffix" ] || CHECKS="kunit rng vdso vdso_tail vdso_nomap long_read pre_init wireguard signal"
 
 # run_checks KERNEL_NAME: "killed\tname: why" for the first check that
 # kills, else "error\tname: why" for the first that could not tell, else
