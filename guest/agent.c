@@ -495,6 +495,44 @@ static int cmd_wg_port(const char *args)
 	return run((char *[]){ "/usr/bin/wg", "set", "wg0", "listen-port", port, NULL });
 }
 
+/*
+ * "gpe NUM disable|status": hold back the ACPI general-purpose event NUM
+ * (QEMU raises the vmgenid notification as GPE 5), so that a fork is seen
+ * only by what checks the ID itself; or its line in sysfs, "STS" when one
+ * is pending.
+ */
+static int cmd_gpe(const char *args)
+{
+	char path[64], op[8], line[128];
+	unsigned int num;
+	FILE *f;
+
+	if (sscanf(args, "%u %7s", &num, op) != 2 || num > 255)
+		return -EINVAL;
+	snprintf(path, sizeof(path), "/sys/firmware/acpi/interrupts/gpe%02X", num);
+	if (!strcmp(op, "disable")) {
+		f = fopen(path, "w");
+		if (!f || fputs("disable\n", f) < 0 || fclose(f)) {
+			reply("error=%s: %s", path, strerror(errno));
+			return -EIO;
+		}
+		return 0;
+	}
+	if (strcmp(op, "status"))
+		return -EINVAL;
+	f = fopen(path, "r");
+	if (!f || !fgets(line, sizeof(line), f)) {
+		reply("error=%s: %s", path, strerror(errno));
+		if (f)
+			fclose(f);
+		return -EIO;
+	}
+	fclose(f);
+	line[strcspn(line, "\n")] = '\0';
+	reply("gpe=%s", line);
+	return 0;
+}
+
 /* "wg-show": the peer's latest handshake (unix time) and transfer counters. */
 static int cmd_wg_show(const char *args)
 {
@@ -673,6 +711,7 @@ static const struct command {
 	{ "wg-up", cmd_wg_up },
 	{ "wg-show", cmd_wg_show },
 	{ "wg-port", cmd_wg_port },
+	{ "gpe", cmd_gpe },
 	{ "sh", cmd_sh },
 	{ "stream", cmd_stream },
 	{ "sink", cmd_sink },

@@ -30,7 +30,7 @@ mkdir -p "$out/bench-wg"
 md=$out/bench-wg.md
 
 ROWS=()
-wg_rows "$out/bench-wg" "$nclones" stock patched
+WG_TRAFFIC="stream idle" wg_rows "$out/bench-wg" "$nclones" stock patched
 {
 	echo "## make bench-wg"
 	echo

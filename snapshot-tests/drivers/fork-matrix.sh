@@ -94,7 +94,8 @@ for k in $kernels; do
 	load_row "$k" "$nclones" "${ROWS[-1]}" || true
 done
 rng=("${ROWS[@]}")
-# WireGuard: migrate-file, 1 vCPU, the tunnel streaming and idle.
+# WireGuard: migrate-file, 1 vCPU, the tunnel streaming, idle, and streaming
+# with the vmgenid notification held back (masked).
 ROWS=()
 # shellcheck disable=SC2086 # a list of words
 wg_rows "$out/rows" "$nclones" $kernels

@@ -18,6 +18,12 @@
 # VM's wire is captured and read by wg-detect; its heartbeat, every 5 ms
 # beside the tunnel, marks the resume in the capture.
 #
+# TRAFFIC "masked" streams as "stream" does, with the VM's vmgenid
+# notification (ACPI GPE 5) held back from before the snapshot, so that
+# only what checks the ID itself sees the fork: the series' synchronous
+# checks on the patched kernel, nothing on stock, where the keys never
+# expire.  Each clone's GPE line says whether the event was raised and
+# held ("STS").
 # TRAFFIC "sibling" measures the other direction: the peer is restored
 # as a sibling clone would act with the keys it shares, sending to the VM
 # under the pre-fork session from another port (wg_sibling below).
@@ -38,13 +44,15 @@ WG_SETTLE_S=1           # after the stream stops, before the snapshot
 
 WG_CONTROLS=${WG_CONTROLS:-2}
 
-# wg_rows DIR CLONES KERNEL_NAME...: a row per kernel and traffic, in
-# DIR/wg-KERNEL-TRAFFIC.json, appended to ROWS.
+# wg_rows DIR CLONES KERNEL_NAME...: a row per kernel and traffic
+# (WG_TRAFFIC), in DIR/wg-KERNEL-TRAFFIC.json, appended to ROWS.
+WG_TRAFFIC=${WG_TRAFFIC:-stream idle masked}
+WG_VMGENID_GPE=5
 wg_rows() {
 	local dir=$1 n=$2 k traffic
 	shift 2
 	for k in "$@"; do
-		for traffic in stream idle; do
+		for traffic in $WG_TRAFFIC; do
 			ROWS+=("$dir/wg-$k-$traffic.json")
 			wg_row "$k" "$traffic" "$n" "${ROWS[-1]}" || true
 		done
@@ -84,7 +92,8 @@ wg_measure() {
 		done
 		wg_detect "$dir/$set.detect.json" "$dir/orig.pcap" "${pcaps[@]}" >"$dir/$set.txt"
 		jq --argjson d "$(for ((i = 1; i <= n; i++)); do cat "$dir/$set$i.delivered"; done | jq -s .)" \
-			'.clones |= [range(0; length) as $i | .[$i] + {delivered: $d[$i]}]' \
+			--argjson g "$(for ((i = 1; i <= n; i++)); do cat "$dir/$set$i.gpe"; done | jq -Rs 'split("\n")[:-1]')" \
+			'.clones |= [range(0; length) as $i | .[$i] + {delivered: $d[$i], gpe: $g[$i]}]' \
 			"$dir/$set.detect.json" >"$dir/$set.json"
 	done
 	jq -n --slurpfile f "$dir/fresh.json" --slurpfile c "$dir/control.json" \
@@ -159,7 +168,11 @@ wg_snapshot() {
 	sleep "$WG_FLOW_S"
 	[ "$(wg_received peer)" -gt 0 ] || die "nothing came through the tunnel"
 	if [ "$traffic" = sibling ]; then wg_sibling_prepare "$dir"; fi
-	if [ "$traffic" != stream ]; then guest_call vm stream stop data >/dev/null; fi
+	case "$traffic" in
+	stream) ;;
+	masked) guest_call vm gpe "$WG_VMGENID_GPE" disable >/dev/null ;;
+	*) guest_call vm stream stop data >/dev/null ;;
+	esac
 	sleep "$WG_SETTLE_S"
 	if [ "$traffic" = sibling ]; then wg_sink_received vm >"$dir/vm-sink.before"; fi
 	if [ -n "$shape" ]; then
@@ -201,6 +214,7 @@ wg_restore_pair() {
 	sleep "$WG_WINDOW_S"
 	after=$(wg_received "peer-$clone")
 	echo "$((after - before))" >"$dir/$clone.delivered"
+	guest_call "$clone" gpe "$WG_VMGENID_GPE" status | agent_field gpe >"$dir/$clone.gpe"
 	guest_quit "$clone"
 	guest_quit "peer-$clone"
 }
