@@ -26,7 +26,7 @@
 # held ("STS").
 # TRAFFIC "sibling" measures the other direction: the peer is restored
 # as a sibling clone would act with the keys it shares, sending to the VM
-# under the pre-fork session from another port (wg_sibling below).
+# under the pre-fork session from another port (wg_sibling_measure).
 #
 #   wg_rows, wg_row KERNEL_NAME TRAFFIC CLONES OUT.json (in the parent)
 #   wg_measure KERNEL_NAME KERNEL TRAFFIC CLONES (in the row's child)
@@ -262,8 +262,8 @@ wg_sibling_offered() { [ "$(($(wg_sibling_sent "$1") - $2))" -ge "$WG_SIBLING_OF
 
 # wg_sibling_measure KERNEL CLONES DIR: CLONES fresh clones and
 # WG_SIBLING_CONTROLS with the original's GUID, each next to a sibling.
-# result.json: {"clones": [{"name", "set", "offered" (data packets on
-# its wire after the resume), "accepted" (datagrams its sink received),
+# result.json: {"clones": [{"name", "set", "offered" (data packets that
+# reached its wire while it ran), "accepted" (datagrams its sink received),
 # "endpoint" (its endpoint for the peer at the end)}], "own_endpoint"}.
 wg_sibling_measure() {
 	local kernel=$1 nclones=$2 dir=$3 set n i clone sent0 before guid
