@@ -533,6 +533,31 @@ static int cmd_gpe(const char *args)
 	return 0;
 }
 
+/* "tcp-isn PORT": a loopback connection's ISN and the clock it was made at (net.h). */
+static int cmd_tcp_isn(const char *args)
+{
+	unsigned int port;
+	uint64_t ns;
+	uint32_t isn;
+	char err[256];
+	int rc;
+
+	if (sscanf(args, "%u", &port) != 1)
+		return -EINVAL;
+	/* A guest without net-up has lo down. */
+	if (run((char *[]){ "/bin/ip", "link", "set", "lo", "up", NULL }))
+		return -EIO;
+	rc = tcp_isn(port, &isn, &ns, err, sizeof(err));
+	if (rc) {
+		reply("error=%s", err);
+		return rc;
+	}
+	reply("isn=%u", isn);
+	reply("realtime_ns=%llu", (unsigned long long)ns);
+	reply("hash=%u", (uint32_t)(isn - (uint32_t)(ns >> 6)));
+	return 0;
+}
+
 /* "wg-show": the peer's latest handshake (unix time) and transfer counters. */
 static int cmd_wg_show(const char *args)
 {
@@ -712,6 +737,7 @@ static const struct command {
 	{ "wg-show", cmd_wg_show },
 	{ "wg-port", cmd_wg_port },
 	{ "gpe", cmd_gpe },
+	{ "tcp-isn", cmd_tcp_isn },
 	{ "sh", cmd_sh },
 	{ "stream", cmd_stream },
 	{ "sink", cmd_sink },

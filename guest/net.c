@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -179,6 +180,74 @@ int stream_stat(const char *name, uint64_t *sent, uint64_t *errors)
 		return -ENOENT;
 	*sent = atomic_load(&s->sent);
 	*errors = atomic_load(&s->errors);
+	return 0;
+}
+
+/* ---- the TCP secret ------------------------------------------------------ */
+
+static void tcp_close(const int fds[3])
+{
+	for (int i = 0; i < 3; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+}
+
+static int tcp_fail(const int fds[3], char *err, size_t errlen, const char *what)
+{
+	int e = errno;
+
+	snprintf(err, errlen, "%s: %s", what, strerror(e));
+	tcp_close(fds);
+	return -e;
+}
+
+static int tcp_bound(unsigned int port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int one = 1, fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	if (fd < 0)
+		return -1;
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    bind(fd, (struct sockaddr *)&a, sizeof(a))) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+int tcp_isn(unsigned int port, uint32_t *isn, uint64_t *realtime_ns, char *err, size_t errlen)
+{
+	struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons(port),
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int fds[3] = { -1, -1, -1 }, on = 1, queue = TCP_SEND_QUEUE;
+	uint32_t write_seq;
+	socklen_t len = sizeof(write_seq);
+	struct timespec ts;
+
+	if (!port || port >= 65535) {
+		snprintf(err, errlen, "port 1..65534");
+		return -EINVAL;
+	}
+	fds[0] = tcp_bound(port);
+	if (fds[0] < 0 || listen(fds[0], 1))
+		return tcp_fail(fds, err, errlen, "listen");
+	fds[1] = tcp_bound(port + 1);
+	if (fds[1] < 0)
+		return tcp_fail(fds, err, errlen, "bind");
+	clock_gettime(CLOCK_REALTIME, &ts);
+	if (connect(fds[1], (struct sockaddr *)&to, sizeof(to)))
+		return tcp_fail(fds, err, errlen, "connect");
+	/* The SYN took one: write_seq is the ISN + 1.  Closed in repair mode, it sends nothing. */
+	if (setsockopt(fds[1], IPPROTO_TCP, TCP_REPAIR, &on, sizeof(on)) ||
+	    setsockopt(fds[1], IPPROTO_TCP, TCP_REPAIR_QUEUE, &queue, sizeof(queue)) ||
+	    getsockopt(fds[1], IPPROTO_TCP, TCP_QUEUE_SEQ, &write_seq, &len))
+		return tcp_fail(fds, err, errlen, "TCP_REPAIR");
+	fds[2] = accept(fds[0], NULL, NULL);
+	*isn = write_seq - 1;
+	*realtime_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	tcp_close(fds);
 	return 0;
 }
 

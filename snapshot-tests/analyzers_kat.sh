@@ -2,7 +2,8 @@
 # Known answers: the analyzers can report what they are there to report.
 # rng-exposure and fork-report read small hand-made recordings, wg-detect
 # small hand-made captures, cold-report.jq hand-made cold-clone rows,
-# wg-sibling.jq hand-made sibling rows
+# wg-sibling.jq hand-made sibling rows, tcp-secret.jq hand-made TCP
+# secret rows
 # (snapshot-tests/analyzers/kat/, whose README
 # says what each case is and how it is written), and every figure and
 # verdict worked out by hand beside them is asserted exactly: a counter
@@ -104,15 +105,15 @@ cold_case() {
 	check "$name" "$dir/expect" "$out/answers.json"
 }
 
-# One WireGuard sibling case: a hand-made row judged by wg-sibling.jq, as
-# {verdict}.
-sibling_case() {
-	local dir=$1 name out
-	name=sibling/$(basename "$dir")
+# One verdict case: a hand-made row (KIND/CASE/row.json) judged by the jq
+# program that judges such rows, as {verdict}.
+verdict_case() {
+	local dir=$1 jq=$2 name out
+	name=$(basename "$(dirname "$dir")")/$(basename "$dir")
 	out=$WORK/$name
 	mkdir -p "$out"
-	jq -r -f "$ROOT/snapshot-tests/analyzers/wg-sibling.jq" "$dir/row.json" >"$out/verdict" ||
-		{ t_fail "$name: wg-sibling.jq failed"; return 0; }
+	jq -r -f "$ROOT/snapshot-tests/analyzers/$jq" "$dir/row.json" >"$out/verdict" ||
+		{ t_fail "$name: $jq failed"; return 0; }
 	jq -Rn '{verdict: input}' "$out/verdict" >"$out/answers.json"
 	check "$name" "$dir/expect" "$out/answers.json"
 }
@@ -121,7 +122,8 @@ for dir in "$KAT"/rng/*/; do rng_case "${dir%/}"; done
 for dir in "$KAT"/wg/*/; do wg_case "${dir%/}"; done
 for dir in "$KAT"/summary/*/; do summary_case "${dir%/}"; done
 for dir in "$KAT"/cold/*/; do cold_case "${dir%/}"; done
-for dir in "$KAT"/sibling/*/; do sibling_case "${dir%/}"; done
+for dir in "$KAT"/sibling/*/; do verdict_case "${dir%/}" wg-sibling.jq; done
+for dir in "$KAT"/tcp/*/; do verdict_case "${dir%/}" tcp-secret.jq; done
 
 # A row that failed before the analyzer ran still names its shape, its crng
 # state and the kernel parameters it booted with.

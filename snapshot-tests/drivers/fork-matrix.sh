@@ -107,8 +107,17 @@ for k in $kernels; do
 	wg_sibling_row "$k" "$nclones" "${sibling[-1]}" || true
 done
 "$BUILD/fork-report" -f summary "${rng[@]}" "${wg[@]}" >"$out/verdicts.txt"
+# Kernel state no fork renews, measured: the TCP secret (docs/threat-model.md).
+tcp=()
+for k in $kernels; do
+	tcp+=("$out/rows/tcp-$k.json")
+	tcp_row "$k" "$nclones" "${tcp[-1]}" || true
+done
 for r in "${sibling[@]}"; do
 	echo "$(jq -r .kernel "$r"): WireGuard, a sibling sending under the pre-fork session: $(wg_sibling_verdict "$r")"
+done >>"$out/verdicts.txt"
+for r in "${tcp[@]}"; do
+	echo "$(jq -r .kernel "$r"): TCP's secret (initial sequence numbers), which no fork renews: $(tcp_verdict "$r")"
 done >>"$out/verdicts.txt"
 {
 	echo "## Verdicts"
@@ -133,6 +142,16 @@ done >>"$out/verdicts.txt"
 	echo "| --- | --- |"
 	for r in "${sibling[@]}"; do
 		echo "| $(jq -r .kernel "$r") | $(wg_sibling_verdict "$r") |"
+	done
+	echo
+	echo "### TCP's secret across the fork"
+	echo
+	echo "Each clone's loopback connection (one fixed 4-tuple) gives its ISN minus the clock: the keyed hash of net_secret, drawn once per boot; the original's before the snapshot, and a boot that is no clone as the control. Hashes within 2^16 are one secret."
+	echo
+	echo "| kernel | original | clones | a boot that is no clone | verdict |"
+	echo "| --- | --- | --- | --- | --- |"
+	for r in "${tcp[@]}"; do
+		echo "| $(jq -r '"\(.kernel) | \(.result.original // "") | \(.result.clones // [] | map(tostring) | join(", ")) | \(.result.cold // "")"' "$r") | $(tcp_verdict "$r") |"
 	done
 } >"$out/matrix.md.tmp"
 mv "$out/matrix.md.tmp" "$out/matrix.md"

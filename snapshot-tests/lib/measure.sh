@@ -17,6 +17,8 @@ here=$(dirname "${BASH_SOURCE[0]}")
 . "$here/wg_fork.sh"
 # shellcheck source=wg_scale.sh
 . "$here/wg_scale.sh"
+# shellcheck source=tcp_fork.sh
+. "$here/tcp_fork.sh"
 # shellcheck source=seed.sh
 . "$here/seed.sh"
 # shellcheck source=cold.sh
