@@ -5,7 +5,7 @@
 #  - boots with 2 vCPUs with lockdep, RCU lockdep and KASAN active, and
 #    passes the series' KUnit suite, which forks many times in a row in
 #    kernel context through every entry point of the check;
-#  - is fork-safe in a migrate-file run at 2 vCPUs with 3 clones: the
+#  - is fork-safe in a migrate-file run at 2 vCPUs with 2 clones: the
 #    recorder calls getrandom() on every vCPU while each clone resumes with
 #    a new GUID, so the slow path runs concurrently with readers;
 #  - and not one console of all those guests (the boot, the original, the
@@ -39,7 +39,7 @@ esac
 kernel=$BUILD/bzImage-$kname
 method=migrate-file
 vcpus=2
-nclones=3
+nclones=2
 DEBUG_BLOCKS=${DEBUG_BLOCKS:-20000} DEBUG_VDSO_SCALE=${DEBUG_VDSO_SCALE:-6} DEBUG_TRIES=${DEBUG_TRIES:-3}
 [ -f "$kernel" ] || t_skip "no debug kernel at $kernel: run 'make kernel-debug' (LINUX=6.12 for debug-6.12)"
 
