@@ -34,14 +34,10 @@ qemu_setup
 
 kernels=$(test_kernels)
 ROWS=()
-# Stock's windows here are certain, so one clone shows each; a patched
-# row takes two.
-declare -A fresh=()
+# Stock's windows here are certain: one clone shows each.
 for k in $kernels; do
-	fresh[$k]=2
-	[ "$(kernel_role "$k")" = patched ] || fresh[$k]=1
-	rng_rows "$RUN_DIR" "${fresh[$k]}" "$k" 1 migrate-file getrandom-16MiB ready
-	rng_rows "$RUN_DIR" "${fresh[$k]}" "$k" 1 migrate-file exec early
+	rng_rows "$RUN_DIR" "$(fresh_clones "$k" 2)" "$k" 1 migrate-file getrandom-16MiB ready
+	rng_rows "$RUN_DIR" "$(fresh_clones "$k" 2)" "$k" 1 migrate-file exec early
 done
 # shellcheck disable=SC2086 # a list of words
 vdso=$(shape_kernels vdso-16 $kernels)
@@ -62,13 +58,11 @@ i=0
 # shellcheck disable=SC2034 # v and t_row read VERDICT
 for VERDICT in "${ROW_VERDICTS[@]}"; do
 	tag="$(v kernel) $(v shape), crng $(v crng)"
-	case "${ROWS[i++]}" in
-	*-tail.json) tag+=", $RNG_GUIDS_TAIL" ;;
-	*-nomap.json) tag+=", booted with vmgenid.map_id=0" ;;
-	esac
+	case "${ROWS[i++]}" in *-tail.json) tag+=", $RNG_GUIDS_TAIL" ;; esac
+	[ "$(v append)" = null ] || tag+=", booted with $(v append)"
 	t_row "$tag: measured with an identical negative control" || { t_fail "$tag: every clone sees a new GUID"; t_fail "$tag: exposure as expected"; continue; }
 	n=2
-	case "$(v shape)" in vdso-16) ;; *) n=${fresh[$(v kernel)]} ;; esac
+	[ "$(v shape)" = vdso-16 ] || n=$(fresh_clones "$(v kernel)" 2)
 	t_eq "$tag: every clone sees a new GUID" "$(v guid_changed)" "$n"
 	t_diag "$tag: $(v verdict); at most $(v exposure_bytes_max) bytes shared with the reference, $(v cross_clone_max) records with another clone"
 	case "$(kernel_role "$(v kernel)")" in

@@ -37,11 +37,9 @@ qemu_setup
 n=2
 ROWS=()
 for k in $(test_kernels); do
-	for traffic in stream idle; do
-		[ "$(kernel_role "$k")/$traffic" != stock/idle ] || continue
-		ROWS+=("$RUN_DIR/wg-$k-$traffic.json")
-		wg_row "$k" "$traffic" "$n" "${ROWS[-1]}" || true
-	done
+	traffic="stream idle"
+	[ "$(kernel_role "$k")" = patched ] || traffic=stream
+	WG_TRAFFIC=$traffic wg_rows "$RUN_DIR" "$n" "$k"
 done
 rows_judge "${ROWS[@]}"
 # shellcheck disable=SC2034 # v and t_row read VERDICT
@@ -66,9 +64,7 @@ done
 # The sibling's positive control, stock, needs one clone to show the hole.
 for k in $(test_kernels); do
 	row=$RUN_DIR/wg-$k-sibling.json
-	sib=$n
-	[ "$(kernel_role "$k")" = patched ] || sib=1
-	wg_sibling_row "$k" "$sib" "$row" || true
+	wg_sibling_row "$k" "$(fresh_clones "$k" "$n")" "$row" || true
 	verdict=$(wg_sibling_verdict "$row")
 	tag="$k, a sibling sending under the pre-fork session"
 	t_diag "$tag: $verdict"

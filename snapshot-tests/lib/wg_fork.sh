@@ -126,7 +126,8 @@ wg_stream() {
 	guest_call "$1" stream start "$2" 10.10.0.1 "$WG_SINK_PORT" "$3" >/dev/null
 }
 
-# What the peer's sink has received so far.
+# What a guest's sink (the peer's; in the sibling row the VM's) has
+# received so far.
 wg_received() { guest_call "$1" sink stat | agent_field received; }
 
 wg_handshaken() { [ "$(guest_call "$1" wg-show | agent_field latest_handshake)" != 0 ]; }
@@ -174,7 +175,7 @@ wg_snapshot() {
 	*) guest_call vm stream stop data >/dev/null ;;
 	esac
 	sleep "$WG_SETTLE_S"
-	if [ "$traffic" = sibling ]; then wg_sink_received vm >"$dir/vm-sink.before"; fi
+	if [ "$traffic" = sibling ]; then wg_received vm >"$dir/vm-sink.before"; fi
 	if [ -n "$shape" ]; then
 		rng_require "$(guest_call vm info)" "$kname"
 		rng_prepare vm migrate-file ready "$(guest_call vm info)" "$(record_age "$shape" "$kname")"
@@ -238,8 +239,6 @@ WG_SIBLING_OFFER=${WG_SIBLING_OFFER:-100} # datagrams sent to each clone before 
 WG_SIBLING_TIMEOUT=30
 WG_SIBLING_CONTROLS=${WG_SIBLING_CONTROLS:-1}
 
-# What the VM's sink has received so far.
-wg_sink_received() { guest_call "$1" sink stat | agent_field received; }
 wg_sibling_sent() { guest_call "$1" stream stat rx | agent_field sent; }
 
 # wg_sibling_prepare DIR: in the original, the peer streams to the VM's
@@ -249,13 +248,13 @@ wg_sibling_sent() { guest_call "$1" stream stat rx | agent_field sent; }
 wg_sibling_prepare() {
 	guest_call vm sink start "$WG_SINK_PORT" >/dev/null
 	guest_call peer stream start rx 10.10.0.2 "$WG_SINK_PORT" "$WG_STREAM_US" >/dev/null
-	wait_until "$WG_HANDSHAKE_TIMEOUT" wg_sibling_delivered vm 0 ||
+	wait_until "$WG_HANDSHAKE_TIMEOUT" wg_sibling_delivered vm ||
 		die "the peer's stream did not reach the VM through the tunnel"
 	guest_call peer stream stop rx >/dev/null
 }
 
-# wg_sibling_delivered GUEST COUNT: its sink has more than COUNT.
-wg_sibling_delivered() { [ "$(wg_sink_received "$1")" -gt "$2" ]; }
+# wg_sibling_delivered GUEST: its sink has received something.
+wg_sibling_delivered() { [ "$(wg_received "$1")" -gt 0 ]; }
 
 # wg_sibling_offered PEER SENT0: it has sent WG_SIBLING_OFFER since SENT0.
 wg_sibling_offered() { [ "$(($(wg_sibling_sent "$1") - $2))" -ge "$WG_SIBLING_OFFER" ]; }
@@ -282,7 +281,7 @@ wg_sibling_measure() {
 			wait_until "$WG_SIBLING_TIMEOUT" wg_sibling_offered "peer-$clone" "$sent0" ||
 				die "$clone: the sibling sent fewer than $WG_SIBLING_OFFER datagrams in ${WG_SIBLING_TIMEOUT}s"
 			jq -n --arg name "$clone" --arg set "$set" \
-				--argjson accepted "$(($(wg_sink_received "$clone") - before))" \
+				--argjson accepted "$(($(wg_received "$clone") - before))" \
 				--arg endpoint "$(guest_call "$clone" wg-show | agent_field endpoint)" \
 				'{name: $name, set: $set, accepted: $accepted, endpoint: $endpoint}' >"$dir/$clone.sibling.json"
 			guest_quit "$clone"
