@@ -53,6 +53,11 @@
  *    session, so that a response alone, sealed before the snapshot, is no
  *    rekey) and first_new_data_us (the first data it sent under a post-fork
  *    session);
+ *  - initiations: the initiations the VM sent, before t0 too, but byte
+ *    copies of the original's (with -o), and unanswered_initiations,
+ *    those no response named: a peer that refused them (a timestamp not
+ *    later than the last it accepted from this key), or answers still on
+ *    their way when the capture ends;
  *  - foreign_frames (-M; else 0);
  *  - peers: for each UDP port the VM sent an initiation to (a VM with many
  *    peers reaches each at its own port), when it first did and when the
@@ -277,6 +282,8 @@ static struct json_object *clone_json(const struct clone *cl)
 	json_object_object_add(o, "sent", by_type(c->sent));
 	json_object_object_add(o, "received", by_type(c->received));
 	add_int(o, "postfork_sessions", (int64_t)c->postfork.n);
+	add_int(o, "initiations", (int64_t)c->asked.n);
+	add_int(o, "unanswered_initiations", (int64_t)(c->asked.n - c->answered.n));
 	add_int(o, "prefork_packets", (int64_t)c->prefork_packets);
 	add_int(o, "prefork_last_us", c->prefork_last_us);
 	add_int(o, "inflight_packets", (int64_t)c->inflight_packets);

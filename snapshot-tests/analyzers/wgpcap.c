@@ -292,6 +292,8 @@ void wg_capture_by_mac(struct wg_capture *c, const uint8_t mac[ETH_ALEN])
 void wg_capture_free(struct wg_capture *c)
 {
 	set_free(&c->initiated);
+	set_free(&c->asked);
+	set_free(&c->answered);
 	set_free(&c->answering);
 	set_free(&c->postfork);
 	set_free(&c->early);
@@ -597,6 +599,8 @@ static int sent_msg(struct wg_capture *c, int64_t t, const struct wg_msg *m)
 			return bad(c, "out of memory");
 		if (fresh_initiation(c, m) && set_add(&c->initiated, m->sender))
 			return bad(c, "out of memory");
+		if ((!c->origin || !is_copy(c->origin, m)) && set_add(&c->asked, m->sender))
+			return bad(c, "out of memory");
 		return indices_add(c, &c->hello, m->sender, m->ephemeral);
 	case WG_RESPONSE:
 		if (!c->origin && c->handshake_us < 0)
@@ -627,6 +631,8 @@ static int received_msg(struct wg_capture *c, int64_t t, const struct wg_msg *m)
 			return bad(c, "out of memory");
 		return indices_add(c, &c->hello, m->sender, m->ephemeral);
 	case WG_RESPONSE:
+		if (set_has(&c->asked, m->receiver) && set_add(&c->answered, m->receiver))
+			return bad(c, "out of memory");
 		if (!fresh_response(c, m))
 			return 0;
 		return handshake(c, t, m->sender, indices_find(&c->hello, m->receiver), m,

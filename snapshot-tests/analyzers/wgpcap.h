@@ -199,6 +199,12 @@ struct wg_capture {
 	uint64_t prefork_packets, inflight_packets, unattributed_packets, data_sent, data_received;
 	int64_t prefork_last_us, first_initiation_us, handshake_us, first_new_data_us;
 	struct wg_set initiated;	/* sender indices of our initiations */
+	/*
+	 * Every initiation we sent but a copy of the original's, before t0
+	 * too, and those a response named: a peer that answers none refuses
+	 * them (its clock check), whether or not they are post-fork.
+	 */
+	struct wg_set asked, answered;
 	struct wg_set answering;	/* sender indices of initiations we received */
 	struct wg_set postfork;		/* receiver indices of post-fork sessions */
 	struct wg_set early;		/* sender indices of our initiations before t0 */
