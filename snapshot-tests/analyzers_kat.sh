@@ -3,7 +3,7 @@
 # rng-exposure and fork-report read small hand-made recordings, wg-detect
 # small hand-made captures, cold-report.jq hand-made cold-clone rows,
 # wg-sibling.jq hand-made sibling rows, tcp-secret.jq hand-made TCP
-# secret rows
+# secret rows, wg-clock.jq hand-made clock rows
 # (snapshot-tests/analyzers/kat/, whose README
 # says what each case is and how it is written), and every figure and
 # verdict worked out by hand beside them is asserted exactly: a counter
@@ -124,6 +124,7 @@ for dir in "$KAT"/summary/*/; do summary_case "${dir%/}"; done
 for dir in "$KAT"/cold/*/; do cold_case "${dir%/}"; done
 for dir in "$KAT"/sibling/*/; do verdict_case "${dir%/}" wg-sibling.jq; done
 for dir in "$KAT"/tcp/*/; do verdict_case "${dir%/}" tcp-secret.jq; done
+for dir in "$KAT"/clock/*/; do verdict_case "${dir%/}" wg-clock.jq; done
 
 # A row that failed before the analyzer ran still names its shape, its crng
 # state and the kernel parameters it booted with.

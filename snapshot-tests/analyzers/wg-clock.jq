@@ -1,0 +1,31 @@
+# The verdict of a WireGuard clock row (lib/wg_fork.sh's wg_clock_measure:
+# clones whose wall clock resumed behind the last handshake their peer
+# accepted): one line, "VERDICT: why", each clone named with what it
+# came to.
+#   working  every clone sent data under a session it set up after the
+#            resume: how long after its first heartbeat, and how many of
+#            its initiations went unanswered before
+#   down     a clone did not: why, from its wire: "refused" (it
+#            initiated, the peer answered none), "never initiated", or
+#            "no data" (a handshake but nothing under it)
+#   error    the row's own error, no clone, or a clone that sent nothing
+#            at all (its stream never ran: the row could not tell)
+#   jq -r -f wg-clock.jq ROW.json
+def ms: . / 1000 | floor;
+def plural($n; $word): "\($n) \($word)\(if $n == 1 then "" else "s" end)";
+def refused: if .unanswered_initiations == 0 then "" else
+	", after \(plural(.unanswered_initiations; "initiation")) unanswered" end;
+def working: .first_new_data_us >= 0 and .delivered > 0;
+def cause:
+	if working then "\(.name) working \(.first_new_data_us | ms) ms after the resume\(refused)"
+	elif .initiations == 0 then "\(.name) never initiated"
+	elif .handshake_us < 0 then "\(.name) refused: \(plural(.initiations; "initiation")), none answered"
+	else "\(.name) no data: a handshake at \(.handshake_us | ms) ms, \(.delivered) datagrams delivered" end;
+.result.clones as $c |
+if .error then "error: \(.error)"
+elif ($c | length) == 0 then "error: a row needs clones"
+elif any($c[]; .data_sent == 0 and .initiations == 0) then
+	"error: \([$c[] | select(.data_sent == 0 and .initiations == 0) | .name] | join(", ")) sent nothing: its stream never ran"
+elif all($c[]; working) then "working: \([$c[] | cause] | join("; "))"
+else "down: \([$c[] | cause] | join("; "))"
+end
