@@ -6,8 +6,10 @@
 #            resume: how long after its first heartbeat, and how many of
 #            its initiations went unanswered before
 #   down     a clone did not: why, from its wire: "refused" (it
-#            initiated, the peer answered none), "never initiated", or
-#            "no data" (a handshake but nothing under it)
+#            initiated, the peer answered none; and from the peer's own
+#            view, where the row has it, that it took no handshake),
+#            "never initiated", or "no data" (a handshake but nothing
+#            under it)
 #   error    the row's own error, no clone, or a clone that sent nothing
 #            at all (its stream never ran: the row could not tell)
 #   jq -r -f wg-clock.jq ROW.json
@@ -19,7 +21,8 @@ def working: .first_new_data_us >= 0 and .delivered > 0;
 def cause:
 	if working then "\(.name) working \(.first_new_data_us | ms) ms after the resume\(refused)"
 	elif .initiations == 0 then "\(.name) never initiated"
-	elif .handshake_us < 0 then "\(.name) refused: \(plural(.initiations; "initiation")), none answered"
+	elif .handshake_us < 0 then "\(.name) refused: \(plural(.initiations; "initiation")), none answered\(
+		if .peer_took_handshake == false then ", the peer took no handshake" else "" end)"
 	else "\(.name) no data: a handshake at \(.handshake_us | ms) ms, \(.delivered) datagrams delivered" end;
 .result.clones as $c |
 if .error then "error: \(.error)"
