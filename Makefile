@@ -12,6 +12,9 @@
 #                     METHOD=migrate-file|qcow2-newproc|libvirt-save, WG=1 (a tunnel)
 #   make crowd        CLONES=16 clones of one snapshot running at once
 #   make wg-scale     a VM with PEERS="1 10 50 200" WireGuard peers, forked
+#   make wg-deploy    WireGuard clones after live snapshots (the original ran on
+#                     LIVE="0 10 130" s) and with clocks BEHIND="1 60 3600" s,
+#                     with and without the fork hooks that step them
 #   make check        build everything and run snapshot-tests/ (KTAP)
 #                     TESTS="boot_vmgenid ..." a subset
 # Developers:
@@ -48,7 +51,7 @@ DEBS := linux-source-6.1 linux-source-6.12 bc bison flex libelf-dev libssl-dev c
 	libjson-c-dev libpcap-dev jq shellcheck python3-ply python3-git chromium e2fsprogs kmod mmdebstrap fdisk
 
 .PHONY: all help deps kernels kernel kernel-stock kernel-kunit kernel-debug kernel-bench kernel-tree refresh-patches \
-	checkpatch guest agent-deb openssl-deb image tools corpus check demo bench-rng bench-wg bench-vdso cold-clones storm crowd wg-scale mutants fuzz clean
+	checkpatch guest agent-deb openssl-deb image tools corpus check demo bench-rng bench-wg bench-vdso cold-clones storm crowd wg-scale wg-deploy mutants fuzz clean
 
 all: kernel kernel-stock guest tools
 
@@ -133,7 +136,7 @@ $(BUILD)/forksafe-hooks: guest/hooks.c guest/forksafe.c guest/sha256.c guest/for
 	$(CC) $(GUEST_CFLAGS) -o $@ $(filter %.c,$^)
 
 GUEST_PROGRAMS := $(BUILD)/forksafe-agent $(BUILD)/forksafe-seed $(BUILD)/forksafe-cold $(BUILD)/forksafe-hooks
-$(BUILD)/initramfs.cpio: $(BUILD)/init $(GUEST_PROGRAMS) guest/build-initramfs.sh $(wildcard guest/test-hooks/*)
+$(BUILD)/initramfs.cpio: $(BUILD)/init $(GUEST_PROGRAMS) guest/build-initramfs.sh guest/test-hooks guest/fork.d $(wildcard guest/test-hooks/* guest/fork.d/*)
 	guest/build-initramfs.sh $@ $(BUILD)/init $(GUEST_PROGRAMS)
 
 # The seed tool's mutants (guest/mutants/NAME.patch, each a bug the crash
@@ -293,6 +296,13 @@ PEERS ?= 1 10 50 200
 wg-scale: deps
 	@$(MAKE) --no-print-directory kernels guest tools
 	@snapshot-tests/drivers/wg-scale.sh --peers "$(PEERS)" \
+		--clones "$(if $(filter command line environment,$(origin CLONES)),$(CLONES),2)"
+
+LIVE ?= 0 10 130
+BEHIND ?= 1 60 3600
+wg-deploy: deps
+	@$(MAKE) --no-print-directory kernels guest tools
+	@snapshot-tests/drivers/wg-deploy.sh --live "$(LIVE)" --behind "$(BEHIND)" \
 		--clones "$(if $(filter command line environment,$(origin CLONES)),$(CLONES),2)"
 
 # CLONES here defaults to 16 clones at once.

@@ -496,6 +496,40 @@ static int cmd_wg_port(const char *args)
 }
 
 /*
+ * "clock get" | "clock set SECONDS": the wall clock (CLOCK_REALTIME) in
+ * seconds and nanoseconds, or set to SECONDS since the epoch.  WireGuard
+ * stamps its handshake initiations with this clock; a peer refuses one not
+ * later than the last it accepted, so a clone whose clock is behind cannot
+ * rekey until it is stepped.
+ */
+static int cmd_clock(const char *args)
+{
+	struct timespec ts;
+	long long secs;
+	char op[8];
+
+	if (sscanf(args, "%7s", op) != 1)
+		return -EINVAL;
+	if (!strcmp(op, "get")) {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		reply("realtime_s=%lld", (long long)ts.tv_sec);
+		reply("realtime_ns=%ld", ts.tv_nsec);
+		return 0;
+	}
+	if (strcmp(op, "set") || sscanf(args, "%*s %lld", &secs) != 1 || secs <= 0)
+		return -EINVAL;
+	ts.tv_sec = secs;
+	ts.tv_nsec = 0;
+	if (clock_settime(CLOCK_REALTIME, &ts)) {
+		int err = errno;
+
+		reply("error=clock_settime: %s", strerror(err));
+		return -err;
+	}
+	return 0;
+}
+
+/*
  * "gpe NUM disable|status": hold back the ACPI general-purpose event NUM
  * (QEMU raises the vmgenid notification as GPE 5), so that a fork is seen
  * only by what checks the ID itself; or its line in sysfs, "STS" when one
@@ -737,6 +771,7 @@ static const struct command {
 	{ "wg-show", cmd_wg_show },
 	{ "wg-port", cmd_wg_port },
 	{ "gpe", cmd_gpe },
+	{ "clock", cmd_clock },
 	{ "tcp-isn", cmd_tcp_isn },
 	{ "sh", cmd_sh },
 	{ "stream", cmd_stream },

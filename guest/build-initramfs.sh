@@ -27,7 +27,10 @@ mkdir -p "$stage/etc/forksafe/test-fork.d"
 for hook in "$(dirname "$0")"/test-hooks/*; do
 	install -m "$([ -x "$hook" ] && echo 0755 || echo 0644)" "$hook" "$stage/etc/forksafe/test-fork.d/"
 done
-for applet in sh ip ping ls cat dmesg sleep echo mount grep wc; do
+# The fork hooks a guest installs (guest/fork.d/): forksafe.hooks=/etc/forksafe/fork.d
+mkdir -p "$stage/etc/forksafe/fork.d"
+install -m 0755 "$(dirname "$0")"/fork.d/* "$stage/etc/forksafe/fork.d/"
+for applet in sh ip ping ls cat dmesg sleep echo mount grep wc date hwclock mktemp rm; do
 	ln -s busybox "$stage/bin/$applet"
 done
 install -m 0755 "$wg" "$stage/usr/bin/wg"

@@ -12,8 +12,9 @@ planted=$(mktemp -d)
 trap 'rm -rf "$planted"' EXIT
 
 # The .sh files, CI's entry, and the scripts without the suffix: the
-# packages' maintainer scripts and fork_hooks' hooks.
-mapfile -t scripts < <(git ls-files '*.sh' .ci/run 'guest/deb/post*' 'guest/deb/pre*' 'guest/test-hooks/*')
+# packages' maintainer scripts, fork_hooks' hooks and the fork hooks
+# guests install.
+mapfile -t scripts < <(git ls-files '*.sh' .ci/run 'guest/deb/post*' 'guest/deb/pre*' 'guest/test-hooks/*' 'guest/fork.d/*')
 [ "${#scripts[@]}" -gt 0 ] || t_fail "there are scripts to check"
 for f in "${scripts[@]}"; do
 	if out=$(timeout 60 shellcheck "$f" 2>&1); then
