@@ -2,28 +2,30 @@
 # clones whose wall clock resumed behind the last handshake their peer
 # accepted): one line, "VERDICT: why", each clone named with what it
 # came to.
-#   working  every clone sent data under a session it set up after the
-#            resume: how long after its first heartbeat, and how many of
-#            its initiations went unanswered before
+#   working  every clone had an initiation answered and the peer received
+#            its datagrams: how long after its first heartbeat the first
+#            answer came, and how many of its initiations went unanswered
 #   down     a clone did not: why, from its wire: "refused" (it
 #            initiated, the peer answered none; and from the peer's own
 #            view, where the row has it, that it took no handshake),
-#            "never initiated", or "no data" (a handshake but nothing
-#            under it)
+#            "never initiated", or "no data" (an answer but nothing
+#            delivered)
 #   error    the row's own error, no clone, or a clone that sent nothing
 #            at all (its stream never ran: the row could not tell)
+# Whether the new session is post-fork is fork_wireguard's to judge; here
+# the pre-fork packets are only reported.
 #   jq -r -f wg-clock.jq ROW.json
 def ms: . / 1000 | floor;
 def plural($n; $word): "\($n) \($word)\(if $n == 1 then "" else "s" end)";
 def refused: if .unanswered_initiations == 0 then "" else
 	", after \(plural(.unanswered_initiations; "initiation")) unanswered" end;
-def working: .first_new_data_us >= 0 and .delivered > 0;
+def working: .first_answer_us >= 0 and .delivered > 0;
 def cause:
-	if working then "\(.name) working \(.first_new_data_us | ms) ms after the resume\(refused)"
+	if working then "\(.name) working \(.first_answer_us | ms) ms after the resume\(refused)"
 	elif .initiations == 0 then "\(.name) never initiated"
-	elif .handshake_us < 0 then "\(.name) refused: \(plural(.initiations; "initiation")), none answered\(
+	elif .first_answer_us < 0 then "\(.name) refused: \(plural(.initiations; "initiation")), none answered\(
 		if .peer_took_handshake == false then ", the peer took no handshake" else "" end)"
-	else "\(.name) no data: a handshake at \(.handshake_us | ms) ms, \(.delivered) datagrams delivered" end;
+	else "\(.name) no data: an answer at \(.first_answer_us | ms) ms, \(.delivered) datagrams delivered" end;
 .result.clones as $c |
 if .error then "error: \(.error)"
 elif ($c | length) == 0 then "error: a row needs clones"

@@ -57,7 +57,9 @@
  *    copies of the original's (with -o), and unanswered_initiations,
  *    those no response named: a peer that refused them (a timestamp not
  *    later than the last it accepted from this key), or answers still on
- *    their way when the capture ends;
+ *    their way when the capture ends; first_answer_us, when the first
+ *    response to one of them came (the tunnel works from there, whether
+ *    or not its session is known to be post-fork);
  *  - foreign_frames (-M; else 0);
  *  - peers: for each UDP port the VM sent an initiation to (a VM with many
  *    peers reaches each at its own port), when it first did and when the
@@ -284,6 +286,7 @@ static struct json_object *clone_json(const struct clone *cl)
 	add_int(o, "postfork_sessions", (int64_t)c->postfork.n);
 	add_int(o, "initiations", (int64_t)c->asked.n);
 	add_int(o, "unanswered_initiations", (int64_t)(c->asked.n - c->answered.n));
+	add_int(o, "first_answer_us", c->first_answer_us);
 	add_int(o, "prefork_packets", (int64_t)c->prefork_packets);
 	add_int(o, "prefork_last_us", c->prefork_last_us);
 	add_int(o, "inflight_packets", (int64_t)c->inflight_packets);

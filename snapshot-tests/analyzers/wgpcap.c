@@ -279,6 +279,7 @@ void wg_capture_init(struct wg_capture *c, uint16_t port, uint16_t marker)
 	c->t0_us = -1;
 	c->prefork_last_us = -1;
 	c->first_initiation_us = -1;
+	c->first_answer_us = -1;
 	c->handshake_us = -1;
 	c->first_new_data_us = -1;
 }
@@ -631,8 +632,12 @@ static int received_msg(struct wg_capture *c, int64_t t, const struct wg_msg *m)
 			return bad(c, "out of memory");
 		return indices_add(c, &c->hello, m->sender, m->ephemeral);
 	case WG_RESPONSE:
-		if (set_has(&c->asked, m->receiver) && set_add(&c->answered, m->receiver))
-			return bad(c, "out of memory");
+		if (set_has(&c->asked, m->receiver)) {
+			if (c->first_answer_us < 0)
+				c->first_answer_us = t;
+			if (set_add(&c->answered, m->receiver))
+				return bad(c, "out of memory");
+		}
 		if (!fresh_response(c, m))
 			return 0;
 		return handshake(c, t, m->sender, indices_find(&c->hello, m->receiver), m,

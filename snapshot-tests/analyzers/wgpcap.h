@@ -202,9 +202,13 @@ struct wg_capture {
 	/*
 	 * Every initiation we sent but a copy of the original's, before t0
 	 * too, and those a response named: a peer that answers none refuses
-	 * them (its clock check), whether or not they are post-fork.
+	 * them (its clock check), whether or not they are post-fork.  When
+	 * the first such response came: the tunnel works again from there
+	 * (its session may still be unattributed: whether it is post-fork
+	 * is handshake_us's to say).
 	 */
 	struct wg_set asked, answered;
+	int64_t first_answer_us;
 	struct wg_set answering;	/* sender indices of initiations we received */
 	struct wg_set postfork;		/* receiver indices of post-fork sessions */
 	struct wg_set early;		/* sender indices of our initiations before t0 */
