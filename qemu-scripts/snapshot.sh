@@ -96,7 +96,8 @@ migration_ended() {
 	return 1
 }
 
-# snap_save METHOD ORIG DIR: stop ORIG at once, then write the snapshot.
+# snap_save METHOD ORIG DIR: stop ORIG at once, then write the snapshot
+# (migrate-file with SNAP_LIVE=1: then let ORIG run on).
 snap_save() {
 	local method=$1 name=$2 dir=$3 status dom
 	dom=$(libvirt_dom "$name")
@@ -116,7 +117,12 @@ snap_save() {
 			{ echo "qemu: migration to file took more than ${SAVE_TIMEOUT}s" >&2; return 1; }
 		status=$(qmp_status "$name" query-migrate)
 		[ "$status" = completed ] || { echo "qemu: migration to file $status" >&2; return 1; }
-		guest_quit "$name"
+		# SNAP_LIVE=1: the original runs on, as after a live snapshot.
+		if [ -n "${SNAP_LIVE:-}" ]; then
+			guest_qmp "$name" cont >/dev/null
+		else
+			guest_quit "$name"
+		fi
 		;;
 	libvirt-revert)
 		virsh_do suspend "$dom" >/dev/null || return 1

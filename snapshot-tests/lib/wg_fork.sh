@@ -28,6 +28,9 @@
 # as a sibling clone would act with the keys it shares, sending to the VM
 # under the pre-fork session from another port (wg_sibling_measure).
 #
+# TRAFFIC "behind" streams as "stream" does, with the VM's wall clock set
+# behind its last handshake before the snapshot (wg_clock_row).
+#
 #   wg_rows, wg_row KERNEL_NAME TRAFFIC CLONES OUT.json (in the parent)
 #   wg_measure KERNEL_NAME KERNEL TRAFFIC CLONES (in the row's child)
 
@@ -77,10 +80,11 @@ wg_measure() {
 	local kname=$1 kernel=$2 traffic=$3 nclones=$4 dir=$ROW_DIR set n i
 	local -a pcaps
 	wg_snapshot "$kname" "$kernel" "$traffic" "$dir"
-	if [ "$traffic" = sibling ]; then
-		wg_sibling_measure "$kernel" "$nclones" "$dir"
-		return
-	fi
+	case "$traffic" in
+	sibling) wg_sibling_measure "$kernel" "$nclones" "$dir"; return ;;
+	behind) wg_clock_measure "$kernel" "$nclones" "$dir"; return ;;
+	live) wg_live_measure "$kernel" "$nclones" "$dir"; return ;;
+	esac
 	for set in fresh control; do
 		n=$nclones
 		[ "$set" = fresh ] || n=$WG_CONTROLS
@@ -155,13 +159,19 @@ wg_detect() {
 WG_VM_VCPUS=1
 wg_snapshot() {
 	local kname=$1 kernel=$2 traffic=$3 dir=$4 shape=${5:-} tag="wg $1 $3"
+	local -a hooks=()
+	case "$traffic:$WG_CLOCK_STEP" in behind:hook | live:hook) hooks=(--append "forksafe.hooks=$WG_FORK_HOOKS") ;; esac
 	mkdir -p "$dir/peer" "$dir/vm"
 	wg_switch "${dir##*/}"
 	progress "$tag: booting the peer and the VM"
 	snap_boot migrate-file peer "$kernel" 1 "$dir/peer" --guid "$WG_PEER_GUID" "${WG_NETS[@]:0:2}"
 	snap_boot migrate-file vm "$kernel" "$WG_VM_VCPUS" "$dir/vm" --guid "$WG_VM_GUID" "${WG_NETS[@]:2:2}" \
-		--pcap "$dir/orig.pcap"
+		--pcap "$dir/orig.pcap" "${hooks[@]}"
 	wg_tunnel peer vm
+	if [ ${#hooks[@]} -gt 0 ]; then
+		wait_until "$WG_HANDSHAKE_TIMEOUT" wg_hooks_watching vm ||
+			die "forksafe-hooks never said it was watching: $(guest_console_tail vm)"
+	fi
 	guest_call vm stream start beat 10.9.0.1 "$WG_BEAT_PORT" "$WG_BEAT_US" >/dev/null
 	wg_stream vm data "$WG_STREAM_US"
 	wait_until "$WG_HANDSHAKE_TIMEOUT" wg_handshaken vm ||
@@ -170,12 +180,13 @@ wg_snapshot() {
 	[ "$(wg_received peer)" -gt 0 ] || die "nothing came through the tunnel"
 	if [ "$traffic" = sibling ]; then wg_sibling_prepare "$dir"; fi
 	case "$traffic" in
-	stream) ;;
+	stream | behind | live) ;;
 	masked) guest_call vm gpe "$WG_VMGENID_GPE" disable >/dev/null ;;
 	*) guest_call vm stream stop data >/dev/null ;;
 	esac
 	sleep "$WG_SETTLE_S"
 	if [ "$traffic" = sibling ]; then wg_received vm >"$dir/vm-sink.before"; fi
+	if [ "$traffic" = behind ]; then wg_clock_back "$dir"; fi
 	if [ -n "$shape" ]; then
 		rng_require "$(guest_call vm info)" "$kname"
 		rng_prepare vm migrate-file ready "$(guest_call vm info)" "$(record_age "$shape" "$kname")"
@@ -184,9 +195,17 @@ wg_snapshot() {
 	guest_call vm reseed >/dev/null
 	[ -z "$shape" ] || guest_call vm record start "$shape" "$(shape_records "$shape" "$kname")" >/dev/null
 	progress "$tag: snapshot"
+	if [ "$traffic" = live ]; then
+		# A live snapshot: the VM runs on, its peer is never saved.
+		SNAP_LIVE=1 snap_save migrate-file vm "$dir/vm"
+		return
+	fi
 	snap_save migrate-file vm "$dir/vm"
 	snap_save migrate-file peer "$dir/peer"
 }
+
+# wg_hooks_watching GUEST: its forksafe-hooks daemon waits for a fork.
+wg_hooks_watching() { tr -d '\r' <"$(guest_dir "$1")/console.log" | grep -q 'forksafe-hooks: watching generation'; }
 
 # wg_restore KERNEL DIR NAME GUID: one clone of the VM, its wire captured
 # in DIR/NAME.pcap.
@@ -216,6 +235,7 @@ wg_restore_pair() {
 	after=$(wg_received "peer-$clone")
 	echo "$((after - before))" >"$dir/$clone.delivered"
 	guest_call "$clone" gpe "$WG_VMGENID_GPE" status | agent_field gpe >"$dir/$clone.gpe"
+	if [ "$traffic" = behind ]; then wg_clock_seen "$clone" "peer-$clone" "$dir" >"$dir/$clone.clock.json"; fi
 	guest_quit "$clone"
 	guest_quit "peer-$clone"
 }
@@ -305,6 +325,153 @@ wg_sibling_row() {
 # wg_sibling_verdict ROW.json: one line, "VERDICT: why" (refused,
 # accepted or error), by analyzers/wg-sibling.jq.
 wg_sibling_verdict() { jq -r -f "$FORKSAFE_ROOT/snapshot-tests/analyzers/wg-sibling.jq" "$1"; }
+
+# ---- a clone whose clock is behind -------------------------------------------
+# WireGuard stamps each handshake initiation with the wall clock (TAI64N),
+# and a peer refuses one not later than the last it accepted from that
+# key.  A clone's clock resumes where the snapshot left it: when its peer
+# has since accepted a later initiation from the same key (the original's,
+# running on after a live snapshot, or another clone's), every initiation
+# the clone sends is refused until its clock passes that time, and the
+# fork-safe kernel, which expired the pre-fork sessions, has no tunnel.
+# The row sets the VM's clock WG_BEHIND_S seconds behind its last
+# handshake just before the snapshot (the peer keeps that handshake's
+# timestamp; the RTC keeps the true time), so that every clone resumes
+# that far behind.  WG_CLOCK_STEP says what steps it:
+#   none  nothing: the tunnel stays down until the clock catches up
+#   hook  the fork hooks a guest installs (guest/fork.d/), run by
+#         forksafe-hooks on the fork signal: 10-clock sets the clock from
+#         the RTC, 20-wireguard sets each interface's peers again so that
+#         the next packet initiates at once
+# Only fresh clones: a control keeps its pre-fork session, which needs no
+# handshake.
+WG_BEHIND_S=${WG_BEHIND_S:-3600}
+WG_CLOCK_STEP=${WG_CLOCK_STEP:-none}
+WG_FORK_HOOKS=/etc/forksafe/fork.d
+
+# wg_clock_row KERNEL_NAME CLONES OUT.json: the clock measurement as a row
+# of its own kind, judged by wg_clock_verdict.
+wg_clock_row() {
+	case "$WG_CLOCK_STEP" in none | hook) ;; *) die "wg clock: WG_CLOCK_STEP=$WG_CLOCK_STEP: none or hook" ;; esac
+	row_run "$RUN_DIR/wg-$1-behind-$WG_BEHIND_S-$WG_CLOCK_STEP" "$3" \
+		"$(row_keys kind=wg-clock kernel="$1" behind="$WG_BEHIND_S" step="$WG_CLOCK_STEP")" \
+		wg_measure "$1" "$(kernel_path "$1")" behind "$2"
+}
+
+# wg_clock_verdict ROW.json: one line, "VERDICT: why" (working, down or
+# error), by analyzers/wg-clock.jq.
+wg_clock_verdict() { jq -r -f "$FORKSAFE_ROOT/snapshot-tests/analyzers/wg-clock.jq" "$1"; }
+
+# wg_clock_back DIR: the original VM's wall clock WG_BEHIND_S seconds
+# before its last handshake (whole seconds: never less behind than said);
+# DIR/peer.handshake, the peer's last handshake with it, by the peer's clock.
+wg_clock_back() {
+	local at
+	at=$(guest_call vm wg-show | agent_field latest_handshake)
+	[ "$at" -gt "$WG_BEHIND_S" ] || die "wg clock: the VM's last handshake ($at) is no time to be behind"
+	guest_call peer wg-show | agent_field latest_handshake >"$1/peer.handshake"
+	guest_call vm clock set "$((at - WG_BEHIND_S))" >/dev/null
+}
+
+# wg_clock_seen CLONE PEER DIR: JSON, how far CLONE's clock is behind the
+# host's now (seconds; the RTC QEMU gives a guest follows the host's
+# clock), whether PEER took a handshake from it (the peer's view: its last
+# handshake moved since the snapshot's), and what CLONE's fork hooks said.
+wg_clock_seen() {
+	local clone host before after
+	clone=$(guest_call "$1" clock get | agent_field realtime_s)
+	host=$(date +%s)
+	before=$(cat "$3/peer.handshake")
+	after=$(guest_call "$2" wg-show | agent_field latest_handshake)
+	tr -d '\r' <"$(guest_dir "$1")/console.log" |
+		{ grep -E 'forksafe-hooks: generation [0-9]+: [^:]+: |^(clock|wireguard): ' || true; } |
+		jq -Rs --argjson behind "$((host - clone))" --argjson took "$([ "$after" -gt "$before" ] && echo true || echo false)" \
+			'{behind_end_s: $behind, peer_took_handshake: $took, hooks: split("\n")[:-1]}'
+}
+
+# wg_clock_measure KERNEL CLONES DIR: CLONES fresh clones, each next to a
+# restore of the peer for WG_WINDOW_S.  result.json: {"behind_s", "step",
+# "clones": wg-detect's report of each with its "delivered" datagrams,
+# "behind_end_s", "peer_took_handshake" and "hooks" (wg_clock_seen)}.
+wg_clock_measure() {
+	local kernel=$1 nclones=$2 dir=$3 i
+	local -a pcaps=()
+	for ((i = 1; i <= nclones; i++)); do
+		progress "wg clock $WG_BEHIND_S s behind, step $WG_CLOCK_STEP: restoring fresh$i"
+		wg_restore_pair "$kernel" behind fresh "fresh$i" "$dir"
+		pcaps+=("$dir/fresh$i.pcap")
+	done
+	wg_detect "$dir/clock.detect.json" "$dir/orig.pcap" "${pcaps[@]}" >"$dir/clock.txt"
+	jq --argjson d "$(for ((i = 1; i <= nclones; i++)); do cat "$dir/fresh$i.delivered"; done | jq -s .)" \
+		--slurpfile k <(for ((i = 1; i <= nclones; i++)); do cat "$dir/fresh$i.clock.json"; done) \
+		--argjson behind "$WG_BEHIND_S" --arg step "$WG_CLOCK_STEP" \
+		'{behind_s: $behind, step: $step,
+		  clones: [.clones | range(0; length) as $i | .[$i] + {delivered: $d[$i]} + $k[$i]]}' \
+		"$dir/clock.detect.json" >"$dir/result.json"
+}
+
+# ---- a live snapshot -----------------------------------------------------------
+# Most "snapshot a running instance" paths (libvirt's snapshot-create of a
+# running domain, a QMP migrate to a file and then cont, cloud snapshots)
+# leave the original running.  It keeps its tunnel, its nonce counters move
+# on, and after REKEY_AFTER_TIME (120 s) of sending it rekeys, with a
+# timestamp later than any a clone restored from the snapshot will send.
+# The row snapshots the VM alone (SNAP_LIVE) and lets it stream on for
+# WG_LIVE_S seconds of its own clock next to its live peer; then the
+# original stops and a clone takes its place next to that same peer (a
+# rollback; a clone beside the original is the both-alive case), its
+# wall clock where the snapshot left it.  CLONES clones one after another,
+# each meeting the peer as the ones before left it.  WG_CLOCK_STEP as in
+# the clock rows.
+WG_LIVE_S=${WG_LIVE_S:-10}
+
+# wg_live_row KERNEL_NAME CLONES OUT.json: a row of kind wg-live, judged
+# by wg_clock_verdict.
+wg_live_row() {
+	case "$WG_CLOCK_STEP" in none | hook) ;; *) die "wg live: WG_CLOCK_STEP=$WG_CLOCK_STEP: none or hook" ;; esac
+	row_run "$RUN_DIR/wg-$1-live-$WG_LIVE_S-$WG_CLOCK_STEP" "$3" \
+		"$(row_keys kind=wg-live kernel="$1" live="$WG_LIVE_S" step="$WG_CLOCK_STEP")" \
+		wg_measure "$1" "$(kernel_path "$1")" live "$2"
+}
+
+# wg_ran_on GUEST T0 S: GUEST's wall clock is S seconds past T0.
+wg_ran_on() { [ "$(guest_call "$1" clock get | agent_field realtime_s)" -ge "$(($2 + $3))" ]; }
+
+# wg_live_measure KERNEL CLONES DIR: the original runs on, then CLONES
+# fresh clones in turn next to the live peer.  result.json: {"live_s",
+# "step", "original_rekeyed" (its last handshake moved while it ran on),
+# "clones": as wg_clock_measure's}.
+wg_live_measure() {
+	local kernel=$1 nclones=$2 dir=$3 t0 hs0 hs1 i clone before after
+	local -a pcaps=()
+	t0=$(guest_call vm clock get | agent_field realtime_s)
+	hs0=$(guest_call vm wg-show | agent_field latest_handshake)
+	progress "wg live: the original runs on for ${WG_LIVE_S}s"
+	wait_until "$((2 * WG_LIVE_S + 60))" wg_ran_on vm "$t0" "$WG_LIVE_S" ||
+		die "wg live: the original's clock did not run ${WG_LIVE_S}s"
+	hs1=$(guest_call vm wg-show | agent_field latest_handshake)
+	guest_quit vm
+	for ((i = 1; i <= nclones; i++)); do
+		clone=fresh$i
+		progress "wg live ${WG_LIVE_S}s, step $WG_CLOCK_STEP: restoring $clone next to the live peer"
+		guest_call peer wg-show | agent_field latest_handshake >"$dir/peer.handshake"
+		before=$(wg_received peer)
+		wg_restore "$kernel" "$dir" "$clone" auto
+		sleep "$WG_WINDOW_S"
+		after=$(wg_received peer)
+		echo "$((after - before))" >"$dir/$clone.delivered"
+		wg_clock_seen "$clone" peer "$dir" >"$dir/$clone.clock.json"
+		guest_quit "$clone"
+		pcaps+=("$dir/$clone.pcap")
+	done
+	wg_detect "$dir/live.detect.json" "$dir/orig.pcap" "${pcaps[@]}" >"$dir/live.txt"
+	jq --argjson d "$(for ((i = 1; i <= nclones; i++)); do cat "$dir/fresh$i.delivered"; done | jq -s .)" \
+		--slurpfile k <(for ((i = 1; i <= nclones; i++)); do cat "$dir/fresh$i.clock.json"; done) \
+		--argjson live "$WG_LIVE_S" --arg step "$WG_CLOCK_STEP" --argjson rekeyed "$([ "$hs1" -gt "$hs0" ] && echo true || echo false)" \
+		'{live_s: $live, step: $step, original_rekeyed: $rekeyed,
+		  clones: [.clones | range(0; length) as $i | .[$i] + {delivered: $d[$i]} + $k[$i]]}' \
+		"$dir/live.detect.json" >"$dir/result.json"
+}
 
 # wg_both_measure KERNEL_NAME KERNEL: two fresh-GUID clones of one snapshot
 # on the switch next to one restore of the peer, both streaming: the same

@@ -1,0 +1,115 @@
+#!/bin/bash
+# make wg-deploy: WireGuard clones as operators meet them (lib/wg_fork.sh).
+#  - Live snapshots ("a live snapshot"): the original runs on, streaming,
+#    for LIVE seconds after its snapshot (past 120 s it has rekeyed), then
+#    clones take its place next to its live peer, one after another.
+#  - Clocks that fell behind ("a clone whose clock is behind"): each
+#    clone resumes BEHIND seconds behind the last handshake its peer
+#    accepted, next to a restore of that peer.
+# For each kernel with nothing stepping the clock and, where the kernel
+# has a fork signal, with the fork hooks a guest installs (guest/fork.d/:
+# the clock from the RTC, the handshakes started over).  Per row: each
+# clone's time from its resume to the first answer to one of its
+# initiations (the tunnel works from there), the datagrams its peer
+# received, its initiations and how many went unanswered (refused by the
+# peer), its packets under a pre-fork key, how far its clock was behind
+# the host's at the end, and why a clone had no tunnel.
+#
+#   wg-deploy.sh [--kernels "patched stock"] [--live "0 10 130"] [--behind "1 60 3600"]
+#                [--clones 2] [--window S] [--out DIR]
+#
+# The table goes to stdout and DIR/wg-deploy.md, the rows to
+# DIR/wg-deploy/.  The run fails on an error row.
+set -euo pipefail
+. "$(dirname "$0")/../lib/measure.sh"
+. "$(dirname "$0")/../lib/opts.sh"
+
+kernels=$(test_kernels)
+live_list="0 10 130"
+behind_list="1 60 3600"
+nclones=2
+window=8
+out=${RESULTS:-$FORKSAFE_ROOT/results}
+opts_parse wg-deploy --kernels=kernels --live=live_list --behind=behind_list --clones=nclones --window=window --out=out -- "$@"
+[ -n "$live_list" ] || die "wg-deploy: --live wants at least one number"
+for l in $live_list; do
+	case "$l" in 0) ;; '' | *[!0-9]* | 0*) die "wg-deploy: --live wants whole numbers of seconds, not '$l'" ;; esac
+done
+# shellcheck disable=SC2086 # a list of words
+opts_counts wg-deploy --behind $behind_list
+opts_counts wg-deploy --clones "$nclones"
+opts_counts wg-deploy --window "$window"
+# shellcheck disable=SC2086
+require_kernels wg-deploy $kernels
+qemu_setup
+results_lock wg-deploy "$out"
+mkdir -p "$out/wg-deploy"
+export WG_WINDOW_S=$window
+
+# steps KERNEL_NAME: what can step a clone's clock on that kernel.
+steps() { if [ "$(kernel_role "$1")" = patched ]; then echo none hook; else echo none; fi; }
+
+live_rows=() behind_rows=()
+for k in $kernels; do
+	for l in $live_list; do
+		for step in $(steps "$k"); do
+			live_rows+=("$out/wg-deploy/$k-live-$l-$step.json")
+			WG_LIVE_S=$l WG_CLOCK_STEP=$step wg_live_row "$k" "$nclones" "${live_rows[-1]}" || true
+		done
+	done
+	for b in $behind_list; do
+		for step in $(steps "$k"); do
+			behind_rows+=("$out/wg-deploy/$k-behind-$b-$step.json")
+			WG_BEHIND_S=$b WG_CLOCK_STEP=$step wg_clock_row "$k" "$nclones" "${behind_rows[-1]}" || true
+		done
+	done
+done
+
+errors=0
+# table WHAT ROW...: the table of the rows; WHAT names their first column
+# (live: seconds the original ran on, and whether it rekeyed meanwhile;
+# behind: seconds behind).
+table() {
+	local what=$1 r verdict
+	shift
+	echo "| kernel | $what | clock stepped by | verdict | first answer to an initiation (ms, per clone) | datagrams the peer received | initiations (unanswered) | pre-fork-key packets | clock behind the host's at the end (s) |"
+	echo "|---|---|---|---|---|---|---|---|---|"
+	for r in "$@"; do
+		verdict=$(wg_clock_verdict "$r")
+		[ "${verdict%%:*}" != error ] || errors=$((errors + 1))
+		jq -r --arg v "$verdict" '
+			def each(f): [.result.clones[] | f] | map(tostring) | join(", ");
+			"| \(.kernel) | \(if .live != null then "\(.live)\(if .result.original_rekeyed then ", rekeyed" else "" end)" else .behind end) | " +
+			"\(if .step == "hook" then "fork hooks" else "nothing" end) | " +
+			if .error or ($v | startswith("error")) then "\($v) ||||||" else
+			"\($v | split(":")[0]) | \(each(if .first_answer_us >= 0 then .first_answer_us / 1000 | floor else "never" end)) | \(each(.delivered)) | " +
+			"\(each("\(.initiations) (\(.unanswered_initiations))")) | \(each(.prefork_packets)) | \(each(.behind_end_s)) |" end' "$r"
+	done
+	echo
+	echo "Why, per row:"
+	echo
+	for r in "$@"; do
+		echo "- $(jq -r '"\(.kernel), \(if .live != null then "the original ran on \(.live) s" else "\(.behind) s behind" end), \(if .step == "hook" then "fork hooks" else "no step" end)"' "$r"): $(wg_clock_verdict "$r")"
+	done
+}
+
+{
+	echo "## WireGuard clones as operators make them (make wg-deploy)"
+	echo
+	echo "migrate-file, 1 vCPU, $nclones fresh-GUID clones per row, each streaming 100 datagrams/s through the tunnel for $window s. Times: ms from the clone's first heartbeat. \"fork hooks\": guest/fork.d/ run by forksafe-hooks on /dev/vmgenid (only a patched kernel has it). QEMU's RTC follows the host's clock."
+	echo
+	echo "### Live snapshots"
+	echo
+	echo "The original runs on after its snapshot, streaming to its live peer, for the row's seconds of its own clock (\"rekeyed\": it made a new handshake meanwhile); then it stops and the clones take its place next to that peer, one after another."
+	echo
+	table "original ran on (s)" "${live_rows[@]}"
+	echo
+	echo "### Clocks behind"
+	echo
+	echo "Each clone's wall clock resumes the row's seconds behind the last handshake its peer accepted; each clone runs next to a restore of the peer."
+	echo
+	table "behind (s)" "${behind_rows[@]}"
+} >"$out/wg-deploy.md.tmp"
+mv "$out/wg-deploy.md.tmp" "$out/wg-deploy.md"
+cat "$out/wg-deploy.md"
+[ "$errors" = 0 ] || die "wg-deploy: $errors row(s) could not be measured (see the table)"
