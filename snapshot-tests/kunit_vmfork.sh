@@ -39,7 +39,7 @@ declare -A cases=(
 		vmfork_test_output_differs vmfork_test_batch_after_fork vmfork_test_torn
 		vmfork_test_tail_race vmfork_test_unregistered vmfork_test_register vmfork_test_many
 		vmfork_test_cpus_race vmfork_test_long_read"
-	[wireguard_vmfork]="wg_vmfork_test_send_check wg_vmfork_test_tx_drop
+	[wireguard_vmfork]="wg_vmfork_test_send_check wg_vmfork_test_send_staged wg_vmfork_test_tx_drop
 		wg_vmfork_test_session_stamp wg_vmfork_test_session_in_use
 		wg_vmfork_test_no_session wg_vmfork_test_rekeyed_since"
 )
