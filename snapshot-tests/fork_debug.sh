@@ -1,8 +1,10 @@
 #!/bin/bash
 # The debug lane: the patched kernel built with lockdep (PROVE_LOCKING,
-# PROVE_RCU), DEBUG_ATOMIC_SLEEP, DEBUG_PREEMPT, generic KASAN and
-# DEBUG_OBJECTS (make kernel-debug, kernel-patches/debug.config)
-#  - boots with 2 vCPUs with lockdep, RCU lockdep and KASAN active, and
+# PROVE_RCU), DEBUG_ATOMIC_SLEEP, DEBUG_PREEMPT, generic KASAN,
+# DEBUG_OBJECTS, and the allocations that draw from the crng as production
+# kernels make them, SLAB_FREELIST_RANDOM and KFENCE (make kernel-debug,
+# kernel-patches/debug.config)
+#  - boots with 2 vCPUs with lockdep, RCU lockdep, KASAN and KFENCE active, and
 #    passes the series' KUnit suite, which forks many times in a row in
 #    kernel context through every entry point of the check;
 #  - is fork-safe in a migrate-file run at 2 vCPUs with 2 clones: the
@@ -10,7 +12,7 @@
 #    a new GUID, so the slow path runs concurrently with readers;
 #  - and not one console of all those guests (the boot, the original, the
 #    reference, the control and each clone) carries a lockdep, KASAN,
-#    atomic-sleep, RCU-usage or debugobjects report, nor any other BUG or
+#    KFENCE, atomic-sleep, RCU-usage or debugobjects report, nor any other BUG or
 #    WARNING.
 
 # DEBUG_KERNEL=debug-6.12 runs the lane on the 6.12 series (make kernel-debug
@@ -43,9 +45,9 @@ nclones=2
 DEBUG_BLOCKS=${DEBUG_BLOCKS:-20000} DEBUG_VDSO_SCALE=${DEBUG_VDSO_SCALE:-6} DEBUG_TRIES=${DEBUG_TRIES:-3}
 [ -f "$kernel" ] || t_skip "no debug kernel at $kernel: run 'make kernel-debug' (LINUX=6.12 for debug-6.12)"
 
-# What lockdep, KASAN, DEBUG_ATOMIC_SLEEP, PROVE_RCU and debugobjects print,
+# What lockdep, KASAN, KFENCE, DEBUG_ATOMIC_SLEEP, PROVE_RCU and debugobjects print,
 # and any other BUG, WARNING or oops.
-reports='BUG: KASAN|WARNING: possible|possible circular locking|possible recursive locking'
+reports='BUG: KASAN|BUG: KFENCE|WARNING: possible|possible circular locking|possible recursive locking'
 reports+='|inconsistent lock state|INFO: trying to register non-static key|DEBUG_LOCKS_WARN_ON'
 reports+='|BUG: sleeping function called from invalid context|suspicious RCU usage|ODEBUG'
 reports+='|lockdep is turned off|BUG:|WARNING:|Call Trace|Oops|Kernel panic|general protection fault'
@@ -62,10 +64,10 @@ scan_consoles() {
 		name=${name%/console.log}
 		hits=$(tr -d '\r' <"$f" | grep -nE "$reports" || true)
 		if [ -z "$hits" ]; then
-			t_ok "$name: no lockdep, KASAN, atomic-sleep or debugobjects report"
+			t_ok "$name: no lockdep, KASAN, KFENCE, atomic-sleep or debugobjects report"
 			continue
 		fi
-		t_fail "$name: no lockdep, KASAN, atomic-sleep or debugobjects report"
+		t_fail "$name: no lockdep, KASAN, KFENCE, atomic-sleep or debugobjects report"
 		t_diag "$name: $(wc -l <<<"$hits") matching lines, the first:"
 		while read -r line; do t_diag "  $line"; done < <(head -n 12 <<<"$hits")
 		# The report itself, from its first line, for the analysis.
@@ -92,10 +94,11 @@ checkers=""
 grep -q '^Lock dependency validator' <<<"$ktap" || checkers+=" lockdep"
 grep -q '^rcu:[[:space:]]*RCU lockdep checking is enabled' <<<"$ktap" || checkers+=" PROVE_RCU"
 grep -q 'KernelAddressSanitizer initialized' <<<"$ktap" || checkers+=" KASAN"
+grep -q '^kfence: initialized' <<<"$ktap" || checkers+=" KFENCE"
 if [ -z "$checkers" ]; then
-	t_ok "$kname: lockdep, RCU lockdep and KASAN are active"
+	t_ok "$kname: lockdep, RCU lockdep, KASAN and KFENCE are active"
 else
-	t_fail "$kname: lockdep, RCU lockdep and KASAN are active"
+	t_fail "$kname: lockdep, RCU lockdep, KASAN and KFENCE are active"
 	t_diag "not announced at boot:$checkers"
 fi
 
