@@ -18,8 +18,9 @@
 #    within 3 s of the host's (QEMU's RTC follows it, in whole seconds), and
 #    both hooks exited 0.
 set -euo pipefail
-export WG_WINDOW_S=${WG_WINDOW_S:-4} WG_BEHIND_S=${WG_BEHIND_S:-3600}
-WG_CLOCK_BACK_MS=2000
+export WG_WINDOW_S=${WG_WINDOW_S:-4}
+WG_BEHIND_S=3600
+WG_CLOCK_BACK_MS=3000
 . "$(dirname "$0")/lib/ktap.sh"
 . "$(dirname "$0")/lib/measure.sh"
 qemu_setup
@@ -32,7 +33,7 @@ require_kernels wg_clock "$kname"
 t_plan 6
 tag="$kname, clock ${WG_BEHIND_S} s behind"
 row=$RUN_DIR/wg-$kname-behind-none.json
-WG_CLOCK_STEP=none wg_clock_row "$kname" 1 "$row" || true
+WG_CLOCK_STEP=none wg_clock_row "$kname" behind "$WG_BEHIND_S" 1 "$row" || true
 verdict=$(wg_clock_verdict "$row")
 t_diag "$tag, no step: $verdict"
 t_eq "$tag, no step: the peer answers none of the clone's initiations" \
@@ -40,7 +41,7 @@ t_eq "$tag, no step: the peer answers none of the clone's initiations" \
 t_eq "$tag, no step: the tunnel stays down" "${verdict%%:*}" down
 
 row=$RUN_DIR/wg-$kname-behind-hook.json
-WG_CLOCK_STEP=hook wg_clock_row "$kname" 1 "$row" || true
+WG_CLOCK_STEP=hook wg_clock_row "$kname" behind "$WG_BEHIND_S" 1 "$row" || true
 verdict=$(wg_clock_verdict "$row")
 t_diag "$tag, fork hooks: $verdict"
 t_eq "$tag, fork hooks: the tunnel works again" "${verdict%%:*}" working

@@ -49,29 +49,31 @@ export WG_WINDOW_S=$window
 # steps KERNEL_NAME: what can step a clone's clock on that kernel.
 steps() { if [ "$(kernel_role "$1")" = patched ]; then echo none hook; else echo none; fi; }
 
-live_rows=() behind_rows=()
+rows=()
 for k in $kernels; do
-	for l in $live_list; do
-		for step in $(steps "$k"); do
-			live_rows+=("$out/wg-deploy/$k-live-$l-$step.json")
-			WG_LIVE_S=$l WG_CLOCK_STEP=$step wg_live_row "$k" "$nclones" "${live_rows[-1]}" || true
-		done
-	done
-	for b in $behind_list; do
-		for step in $(steps "$k"); do
-			behind_rows+=("$out/wg-deploy/$k-behind-$b-$step.json")
-			WG_BEHIND_S=$b WG_CLOCK_STEP=$step wg_clock_row "$k" "$nclones" "${behind_rows[-1]}" || true
+	for case in live behind; do
+		list=$live_list
+		[ "$case" = live ] || list=$behind_list
+		for secs in $list; do
+			for step in $(steps "$k"); do
+				rows+=("$out/wg-deploy/$k-$case-$secs-$step.json")
+				WG_CLOCK_STEP=$step wg_clock_row "$k" "$case" "$secs" "$nclones" "${rows[-1]}" || true
+			done
 		done
 	done
 done
 
 errors=0
-# table WHAT ROW...: the table of the rows; WHAT names their first column
-# (live: seconds the original ran on, and whether it rekeyed meanwhile;
-# behind: seconds behind).
+# table CASE WHAT: the table of the rows of CASE (live or behind); WHAT
+# names their first column (live: seconds the original ran on, and
+# whether it rekeyed meanwhile; behind: seconds behind).
 table() {
-	local what=$1 r verdict
-	shift
+	local what=$2 r verdict
+	local -a of=()
+	for r in "${rows[@]}"; do
+		[ "$(jq -r .kind "$r")" != "wg-$1" ] || of+=("$r")
+	done
+	set -- "${of[@]}"
 	echo "| kernel | $what | clock stepped by | verdict | first answer to an initiation (ms, per clone) | datagrams the peer received | initiations (unanswered) | pre-fork-key packets | clock behind the host's at the end (s) |"
 	echo "|---|---|---|---|---|---|---|---|---|"
 	for r in "$@"; do
@@ -102,13 +104,13 @@ table() {
 	echo
 	echo "The original runs on after its snapshot, streaming to its live peer, for the row's seconds of its own clock (\"rekeyed\": it made a new handshake meanwhile); then it stops and the clones take its place next to that peer, one after another."
 	echo
-	table "original ran on (s)" "${live_rows[@]}"
+	table live "original ran on (s)"
 	echo
 	echo "### Clocks behind"
 	echo
 	echo "Each clone's wall clock resumes the row's seconds behind the last handshake its peer accepted; each clone runs next to a restore of the peer."
 	echo
-	table "behind (s)" "${behind_rows[@]}"
+	table behind "behind (s)"
 } >"$out/wg-deploy.md.tmp"
 mv "$out/wg-deploy.md.tmp" "$out/wg-deploy.md"
 cat "$out/wg-deploy.md"

@@ -29,7 +29,8 @@
 # under the pre-fork session from another port (wg_sibling_measure).
 #
 # TRAFFIC "behind" streams as "stream" does, with the VM's wall clock set
-# behind its last handshake before the snapshot (wg_clock_row).
+# behind its last handshake before the snapshot; "live" lets the VM run on
+# after a live snapshot (wg_clock_row makes both).
 #
 #   wg_rows, wg_row KERNEL_NAME TRAFFIC CLONES OUT.json (in the parent)
 #   wg_measure KERNEL_NAME KERNEL TRAFFIC CLONES (in the row's child)
@@ -349,13 +350,22 @@ WG_BEHIND_S=${WG_BEHIND_S:-3600}
 WG_CLOCK_STEP=${WG_CLOCK_STEP:-none}
 WG_FORK_HOOKS=/etc/forksafe/fork.d
 
-# wg_clock_row KERNEL_NAME CLONES OUT.json: the clock measurement as a row
-# of its own kind, judged by wg_clock_verdict.
+# wg_clock_row KERNEL_NAME CASE SECONDS CLONES OUT.json: a row of kind
+# wg-CASE, judged by wg_clock_verdict: CASE behind, the clones' clocks
+# SECONDS behind (WG_BEHIND_S); live, the original ran on SECONDS after a
+# live snapshot (WG_LIVE_S, below).  WG_CLOCK_STEP says what steps them.
 wg_clock_row() {
+	local kname=$1 case=$2 secs=$3 nclones=$4 out=$5
 	case "$WG_CLOCK_STEP" in none | hook) ;; *) die "wg clock: WG_CLOCK_STEP=$WG_CLOCK_STEP: none or hook" ;; esac
-	row_run "$RUN_DIR/wg-$1-behind-$WG_BEHIND_S-$WG_CLOCK_STEP" "$3" \
-		"$(row_keys kind=wg-clock kernel="$1" behind="$WG_BEHIND_S" step="$WG_CLOCK_STEP")" \
-		wg_measure "$1" "$(kernel_path "$1")" behind "$2"
+	# Exported: the row's measurement runs in a shell of its own.
+	case "$case" in
+	behind) export WG_BEHIND_S=$secs ;;
+	live) export WG_LIVE_S=$secs ;;
+	*) die "wg clock: $case: behind or live" ;;
+	esac
+	row_run "$RUN_DIR/wg-$kname-$case-$secs-$WG_CLOCK_STEP" "$out" \
+		"$(row_keys kind="wg-$case" kernel="$kname" "$case=$secs" step="$WG_CLOCK_STEP")" \
+		wg_measure "$kname" "$(kernel_path "$kname")" "$case" "$nclones"
 }
 
 # wg_clock_verdict ROW.json: one line, "VERDICT: why" (working, down or
@@ -422,17 +432,8 @@ wg_clock_measure() {
 # rollback; a clone beside the original is the both-alive case), its
 # wall clock where the snapshot left it.  CLONES clones one after another,
 # each meeting the peer as the ones before left it.  WG_CLOCK_STEP as in
-# the clock rows.
+# the clock rows; wg_clock_row CASE live makes the row.
 WG_LIVE_S=${WG_LIVE_S:-10}
-
-# wg_live_row KERNEL_NAME CLONES OUT.json: a row of kind wg-live, judged
-# by wg_clock_verdict.
-wg_live_row() {
-	case "$WG_CLOCK_STEP" in none | hook) ;; *) die "wg live: WG_CLOCK_STEP=$WG_CLOCK_STEP: none or hook" ;; esac
-	row_run "$RUN_DIR/wg-$1-live-$WG_LIVE_S-$WG_CLOCK_STEP" "$3" \
-		"$(row_keys kind=wg-live kernel="$1" live="$WG_LIVE_S" step="$WG_CLOCK_STEP")" \
-		wg_measure "$1" "$(kernel_path "$1")" live "$2"
-}
 
 # wg_ran_on GUEST T0 S: GUEST's wall clock is S seconds past T0.
 wg_ran_on() { [ "$(guest_call "$1" clock get | agent_field realtime_s)" -ge "$(($2 + $3))" ]; }
