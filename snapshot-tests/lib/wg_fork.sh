@@ -220,25 +220,32 @@ wg_restore_peer() {
 }
 
 # wg_restore_pair KERNEL TRAFFIC SET CLONE DIR: a clone next to a restore
-# of the peer, for WG_WINDOW_S; DIR/CLONE.delivered counts what reached
-# the peer's sink meanwhile.
+# of the peer (wg_window).
 wg_restore_pair() {
-	local kernel=$1 traffic=$2 set=$3 clone=$4 dir=$5 before after guid=auto
+	wg_restore_peer "$1" "$5" "peer-$4"
+	wg_window "$@" "peer-$4"
+	guest_quit "peer-$4"
+}
+
+# wg_window KERNEL TRAFFIC SET CLONE DIR PEER: CLONE restored next to the
+# running PEER for WG_WINDOW_S, then stopped; DIR/CLONE.delivered counts
+# what reached PEER's sink meanwhile, DIR/CLONE.gpe is its GPE line, and
+# for the clock rows DIR/CLONE.clock.json what wg_clock_seen saw.
+wg_window() {
+	local kernel=$1 traffic=$2 set=$3 clone=$4 dir=$5 peer=$6 before after guid=auto
 	[ "$set" = fresh ] || guid=$WG_VM_GUID
-	wg_restore_peer "$kernel" "$dir" "peer-$clone"
-	before=$(wg_received "peer-$clone")
+	before=$(wg_received "$peer")
 	wg_restore "$kernel" "$dir" "$clone" "$guid"
 	# A control streams even in the idle case: reuse needs traffic.
 	if [ "$traffic" = idle ] && [ "$set" = control ]; then
 		wg_stream "$clone" data "$WG_STREAM_US"
 	fi
 	sleep "$WG_WINDOW_S"
-	after=$(wg_received "peer-$clone")
+	after=$(wg_received "$peer")
 	echo "$((after - before))" >"$dir/$clone.delivered"
 	guest_call "$clone" gpe "$WG_VMGENID_GPE" status | agent_field gpe >"$dir/$clone.gpe"
-	if [ "$traffic" = behind ]; then wg_clock_seen "$clone" "peer-$clone" "$dir" >"$dir/$clone.clock.json"; fi
+	case "$traffic" in behind | live) wg_clock_seen "$clone" "$peer" "$dir" >"$dir/$clone.clock.json" ;; esac
 	guest_quit "$clone"
-	guest_quit "peer-$clone"
 }
 
 # ---- a sibling sending under the pre-fork session ------------------------------
@@ -400,23 +407,31 @@ wg_clock_seen() {
 }
 
 # wg_clock_measure KERNEL CLONES DIR: CLONES fresh clones, each next to a
-# restore of the peer for WG_WINDOW_S.  result.json: {"behind_s", "step",
-# "clones": wg-detect's report of each with its "delivered" datagrams,
-# "behind_end_s", "peer_took_handshake" and "hooks" (wg_clock_seen)}.
+# restore of the peer for WG_WINDOW_S.  result.json: wg_clock_result's,
+# with "behind_s" and "step".
 wg_clock_measure() {
 	local kernel=$1 nclones=$2 dir=$3 i
-	local -a pcaps=()
 	for ((i = 1; i <= nclones; i++)); do
 		progress "wg clock $WG_BEHIND_S s behind, step $WG_CLOCK_STEP: restoring fresh$i"
 		wg_restore_pair "$kernel" behind fresh "fresh$i" "$dir"
-		pcaps+=("$dir/fresh$i.pcap")
 	done
+	wg_clock_result "$dir" "$nclones" \
+		"$(jq -nc --argjson behind "$WG_BEHIND_S" --arg step "$WG_CLOCK_STEP" '{behind_s: $behind, step: $step}')"
+}
+
+# wg_clock_result DIR CLONES HEAD: DIR/result.json, the object HEAD with
+# "clones": wg-detect's report of DIR/fresh1 .. CLONES, matched to the
+# original's sessions, each with its "delivered" datagrams and what
+# wg_clock_seen saw ("behind_end_s", "peer_took_handshake", "hooks").
+wg_clock_result() {
+	local dir=$1 nclones=$2 head=$3 i
+	local -a pcaps=()
+	for ((i = 1; i <= nclones; i++)); do pcaps+=("$dir/fresh$i.pcap"); done
 	wg_detect "$dir/clock.detect.json" "$dir/orig.pcap" "${pcaps[@]}" >"$dir/clock.txt"
-	jq --argjson d "$(for ((i = 1; i <= nclones; i++)); do cat "$dir/fresh$i.delivered"; done | jq -s .)" \
+	jq --argjson head "$head" \
+		--slurpfile d <(for ((i = 1; i <= nclones; i++)); do cat "$dir/fresh$i.delivered"; done) \
 		--slurpfile k <(for ((i = 1; i <= nclones; i++)); do cat "$dir/fresh$i.clock.json"; done) \
-		--argjson behind "$WG_BEHIND_S" --arg step "$WG_CLOCK_STEP" \
-		'{behind_s: $behind, step: $step,
-		  clones: [.clones | range(0; length) as $i | .[$i] + {delivered: $d[$i]} + $k[$i]]}' \
+		'$head + {clones: [.clones | range(0; length) as $i | .[$i] + {delivered: $d[$i]} + $k[$i]]}' \
 		"$dir/clock.detect.json" >"$dir/result.json"
 }
 
@@ -439,12 +454,11 @@ WG_LIVE_S=${WG_LIVE_S:-10}
 wg_ran_on() { [ "$(guest_call "$1" clock get | agent_field realtime_s)" -ge "$(($2 + $3))" ]; }
 
 # wg_live_measure KERNEL CLONES DIR: the original runs on, then CLONES
-# fresh clones in turn next to the live peer.  result.json: {"live_s",
-# "step", "original_rekeyed" (its last handshake moved while it ran on),
-# "clones": as wg_clock_measure's}.
+# fresh clones in turn next to the live peer.  result.json:
+# wg_clock_result's, with "live_s", "step" and "original_rekeyed" (its
+# last handshake moved while it ran on).
 wg_live_measure() {
-	local kernel=$1 nclones=$2 dir=$3 t0 hs0 hs1 i clone before after
-	local -a pcaps=()
+	local kernel=$1 nclones=$2 dir=$3 t0 hs0 hs1 i
 	t0=$(guest_call vm clock get | agent_field realtime_s)
 	hs0=$(guest_call vm wg-show | agent_field latest_handshake)
 	progress "wg live: the original runs on for ${WG_LIVE_S}s"
@@ -453,25 +467,14 @@ wg_live_measure() {
 	hs1=$(guest_call vm wg-show | agent_field latest_handshake)
 	guest_quit vm
 	for ((i = 1; i <= nclones; i++)); do
-		clone=fresh$i
-		progress "wg live ${WG_LIVE_S}s, step $WG_CLOCK_STEP: restoring $clone next to the live peer"
+		progress "wg live ${WG_LIVE_S}s, step $WG_CLOCK_STEP: restoring fresh$i next to the live peer"
 		guest_call peer wg-show | agent_field latest_handshake >"$dir/peer.handshake"
-		before=$(wg_received peer)
-		wg_restore "$kernel" "$dir" "$clone" auto
-		sleep "$WG_WINDOW_S"
-		after=$(wg_received peer)
-		echo "$((after - before))" >"$dir/$clone.delivered"
-		wg_clock_seen "$clone" peer "$dir" >"$dir/$clone.clock.json"
-		guest_quit "$clone"
-		pcaps+=("$dir/$clone.pcap")
+		wg_window "$kernel" live fresh "fresh$i" "$dir" peer
 	done
-	wg_detect "$dir/live.detect.json" "$dir/orig.pcap" "${pcaps[@]}" >"$dir/live.txt"
-	jq --argjson d "$(for ((i = 1; i <= nclones; i++)); do cat "$dir/fresh$i.delivered"; done | jq -s .)" \
-		--slurpfile k <(for ((i = 1; i <= nclones; i++)); do cat "$dir/fresh$i.clock.json"; done) \
-		--argjson live "$WG_LIVE_S" --arg step "$WG_CLOCK_STEP" --argjson rekeyed "$([ "$hs1" -gt "$hs0" ] && echo true || echo false)" \
-		'{live_s: $live, step: $step, original_rekeyed: $rekeyed,
-		  clones: [.clones | range(0; length) as $i | .[$i] + {delivered: $d[$i]} + $k[$i]]}' \
-		"$dir/live.detect.json" >"$dir/result.json"
+	wg_clock_result "$dir" "$nclones" \
+		"$(jq -nc --argjson live "$WG_LIVE_S" --arg step "$WG_CLOCK_STEP" \
+			--argjson rekeyed "$([ "$hs1" -gt "$hs0" ] && echo true || echo false)" \
+			'{live_s: $live, step: $step, original_rekeyed: $rekeyed}')"
 }
 
 # wg_both_measure KERNEL_NAME KERNEL: two fresh-GUID clones of one snapshot
