@@ -38,8 +38,10 @@ declare -A cases=(
 	[random_vmfork]="vmfork_test_id_in_output vmfork_test_unchanged vmfork_test_changed_once
 		vmfork_test_output_differs vmfork_test_batch_after_fork vmfork_test_torn
 		vmfork_test_tail_race vmfork_test_unregistered vmfork_test_register vmfork_test_many
-		vmfork_test_cpus_race vmfork_test_long_read"
+		vmfork_test_cpus_race vmfork_test_long_read vmfork_test_race_state
+		vmfork_test_race_batch"
 	[wireguard_vmfork]="wg_vmfork_test_send_check wg_vmfork_test_send_staged wg_vmfork_test_tx_drop
+		wg_vmfork_test_initiation_stamp wg_vmfork_test_response_stamp
 		wg_vmfork_test_session_stamp wg_vmfork_test_session_in_use
 		wg_vmfork_test_no_session wg_vmfork_test_rekeyed_since"
 )
@@ -85,7 +87,7 @@ for suite in random_vmfork wireguard_vmfork; do
 	done
 	if grep -q "^ok [0-9]* $suite\$" <<<"$ktap"; then t_ok "kunit: $suite passed"; else t_fail "kunit: $suite passed"; fi
 done
-grep -E '^ +# vmfork_test_long_read: ' <<<"$ktap" | sed 's/^ */# /' || true
+grep -E '^ +# vmfork_test_(long_read|race_state|race_batch): ' <<<"$ktap" | sed 's/^ */# /' || true
 while read -r line; do t_diag "$line"; done < <(grep -E '^ +(# |not ok)' <<<"$ktap" | grep -iE 'expect|not ok|fail' | head -n 10)
 
 # The output after a fork follows the ID.

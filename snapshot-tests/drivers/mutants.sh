@@ -4,7 +4,7 @@
 # first line says what it removes; VERSION is LINUX, 6.1 unless said) is
 # applied alone on top of that series, in the KUnit build (kernel.sh build
 # mutant-NAME, -6.12 at its end for 6.12), and the checks below run on
-# that kernel, cheapest first, until one kills it.  A kill is a named
+# that kernel, in the order below, until one kills it.  A kill is a named
 # assertion that failed on a measurement that could tell: a KUnit case
 # that ran and failed, an `exposure window` verdict of a row whose control
 # held, a WireGuard row `exposed` or `not rekeyed`, a /dev/vmgenid errno,
@@ -17,10 +17,13 @@
 #
 #   mutants.sh [--mutants "NAME..."] [--out DIR]
 #
-# The checks:
+# The checks, those that kill most mutants first (KUnit, then fork_signal,
+# which alone sees the mutants of /dev/vmgenid and of the fork notifier):
 #   kunit      snapshot-tests/kunit_vmfork.sh on the kernel: every KUnit
 #              case passes, and deterministic boots show the fork's ID
 #              reaching the output
+#   signal     snapshot-tests/fork_signal.sh on the kernel: /dev/vmgenid's
+#              errors, one poll() wake per fork, the checked DRBG fork-safe
 #   rng        a migrate-file fork at 2 vCPUs, getrandom() loops: fork-safe
 #   vdso       6.12 only: the same with vDSO getrandom() loops
 #   vdso-tail  6.12 only: the same with clones whose GUIDs are new in
@@ -38,8 +41,6 @@
 #              checks see the fork), the same, once every fresh clone's
 #              GPE shows the event raised and held; then the sibling
 #              row: refused
-#   signal     snapshot-tests/fork_signal.sh on the kernel: /dev/vmgenid's
-#              errors, one poll() wake per fork, the checked DRBG fork-safe
 # Results in DIR/mutants.md (DIR/mutants-6.12.md for 6.12; default results/).
 set -euo pipefail
 . "$(dirname "$0")/../lib/measure.sh"
@@ -186,8 +187,8 @@ check_signal() {
 	scenario_verdict "$log" 'measured with an identical negative control$|: as expected$|positive control'
 }
 
-CHECKS="kunit rng long_read pre_init wireguard signal"
-[ -z "$suffix" ] || CHECKS="kunit rng vdso vdso_tail vdso_nomap long_read pre_init wireguard signal"
+CHECKS="kunit signal rng long_read pre_init wireguard"
+[ -z "$suffix" ] || CHECKS="kunit signal rng vdso vdso_tail vdso_nomap long_read pre_init wireguard"
 
 # run_checks KERNEL_NAME: "killed\tname: why" for the first check that
 # kills, else "error\tname: why" for the first that could not tell, else
