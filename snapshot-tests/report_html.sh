@@ -2,7 +2,8 @@
 # The operator's report: fork-report -f html turns rows into one page that
 # a browser shows with a picture of every row.  Rows are made from the
 # known-answer inputs (analyzers/kat/): RNG rows of two kernels in one cell
-# and one of another shape, a WireGuard row; the page is rendered by
+# and one of another shape, a WireGuard row, a clock row of make wg-deploy
+# (its time to a working tunnel marked); the page is rendered by
 # headless Chromium, whose DOM must name every row under a picture, and
 # whose screenshot must hold more than a blank page's.  No QEMU.
 set -euo pipefail
@@ -13,7 +14,7 @@ BROWSER_TIMEOUT=60
 
 command -v jq >/dev/null || t_skip "jq is missing: run 'make deps'"
 command -v chromium >/dev/null || t_skip "chromium is missing: run 'make deps'"
-t_plan 8
+t_plan 9
 t_check "the host tools build" make --no-print-directory -C "$ROOT" BUILD="$BUILD" tools
 
 # KERNEL CASE: one RNG row, migrate-file.
@@ -27,6 +28,9 @@ rng_row patched long-read-one-page
 kat_wg two-clones "$WORK/wg-fresh"
 kat_wg control-pair "$WORK/wg-control"
 kat_wg_row stock "$WORK/wg-fresh/detect.json" "$WORK/wg-control/detect.json" >"$WORK/row-wg.json"
+# A clock row (make wg-deploy's), judged by wg-clock.jq as the driver does.
+clock=$KAT/clock/working/row.json
+jq --arg v "$(jq -r -f "$ROOT/snapshot-tests/analyzers/wg-clock.jq" "$clock")" '. + {verdict: $v}' "$clock" >"$WORK/row-wg-clock.json"
 rows=("$WORK"/row-*.json)
 
 # shellcheck disable=SC2016 # expanded by the inner shell
@@ -48,8 +52,11 @@ t_result "$rc" "Chromium renders the page"
 t_eq "a figure per row" "$(grep -o '<figure>' "$WORK/dom.html" | wc -l)" "${#rows[@]}"
 t_eq "a picture in each" "$(grep -o '<svg' "$WORK/dom.html" | wc -l)" "${#rows[@]}"
 t_eq "every row named by kernel and verdict" \
-	"$(grep -oE '<b>(stock|patched)(-6\.12)?</b>: (exposure window|fork-safe|exposed|safe)' "$WORK/dom.html" | sort | tr '\n' ';')" \
-	"<b>patched</b>: fork-safe;<b>patched</b>: fork-safe;<b>stock</b>: exposed;<b>stock</b>: exposure window;"
+	"$(grep -oE '<b>(stock|patched)(-6\.12)?</b>: (exposure window|fork-safe|exposed|safe|working|down)' "$WORK/dom.html" | sort | tr '\n' ';')" \
+	"<b>patched</b>: fork-safe;<b>patched</b>: fork-safe;<b>patched</b>: working;<b>stock</b>: exposed;<b>stock</b>: exposure window;"
+# Its section, after the other rows, marks each clone's first answer.
+t_eq "the clock row marks when each clone's tunnel worked" \
+	"$(sed -n '/WireGuard clones beside a peer/,$p' "$WORK/dom.html" | grep -oE 'fill=.#ff7f0e' | wc -l)" 2
 t_check "the verdict lines open the page" grep -q 'stock: RNG: not fork-safe' "$WORK/dom.html"
 
 # The screenshot holds more than a blank page: a blank one at this size

@@ -11,7 +11,10 @@
  *    fresh clones;
  *  - wg: {"fresh", "control"}, wg-detect's reports of the fresh-GUID clones
  *    and of the original-GUID controls, each clone with "delivered", the
- *    datagrams that reached the peer.
+ *    datagrams that reached the peer;
+ *  - wg-behind, wg-live: {"clones"}, wg-detect's reports of clones resumed
+ *    beside a peer that took later handshakes, and "verdict", the line of
+ *    analyzers/wg-clock.jq, which judges them (working, down or error).
  *
  * RNG verdicts:
  *   error               the row failed, its reference saw a new GUID, its
@@ -356,6 +359,38 @@ static void judge_wg(struct row *r)
 		r->verdict = "safe";
 }
 
+/*
+ * Clones resumed beside a peer that took later handshakes than they can
+ * send (lib/wg_fork.sh's wg_clock_row: kinds wg-behind and wg-live).
+ * analyzers/wg-clock.jq judges them; its line, which the driver puts in
+ * the row as "verdict", is taken as it is.
+ */
+static int wg_clock_kind(const char *kind)
+{
+	return !strcmp(kind, "wg-behind") || !strcmp(kind, "wg-live");
+}
+
+static void judge_wg_clock(struct row *r)
+{
+	static const char *const verdicts[] = { "working", "down" };
+	const char *line = str(r->json, "verdict"), *sep;
+	size_t i;
+
+	r->clones = array(r->result, "clones");
+	if (!line) {
+		error_row(r, "row not judged: analyzers/wg-clock.jq gives its verdict");
+		return;
+	}
+	sep = strstr(line, ": ");
+	for (i = 0; sep && i < sizeof(verdicts) / sizeof(verdicts[0]); i++)
+		if (strlen(verdicts[i]) == (size_t)(sep - line) && !strncmp(line, verdicts[i], sep - line)) {
+			r->verdict = verdicts[i];
+			snprintf(r->why, sizeof(r->why), "%s", sep + 2);
+			return;
+		}
+	error_row(r, "%s", sep && !strncmp(line, "error: ", 7) ? sep + 2 : line);
+}
+
 static void judge(struct row *r)
 {
 	if (judge_common(r))
@@ -364,6 +399,8 @@ static void judge(struct row *r)
 		judge_rng(r);
 	else if (!strcmp(r->kind, "wg"))
 		judge_wg(r);
+	else if (wg_clock_kind(r->kind))
+		judge_wg_clock(r);
 	else
 		error_row(r, "unknown kind of row");
 }
@@ -1025,6 +1062,7 @@ static void html_wg_row(const struct row *r)
 	} marks[] = {
 		{ "first_initiation_us", "#1f77b4" },
 		{ "handshake_us", "#2ca02c" },
+		{ "first_answer_us", "#ff7f0e" },
 		{ "first_new_data_us", "#000000" },
 	};
 	size_t i, m, len = r->clones ? json_object_array_length(r->clones) : 0;
@@ -1072,27 +1110,57 @@ static void html_wg_row(const struct row *r)
 	printf("</svg></figure>\n");
 }
 
+#define WG_MARKS "marks: <span style='color:#1f77b4'>first initiation</span>, <span style='color:#2ca02c'>" \
+	"handshake done</span>, <span style='color:#ff7f0e'>first answer to an initiation</span>, first new data (black)."
+
+/* The h3 of a WireGuard row: its kernel and what sets it apart. */
+static void html_wg_title(const struct row *r)
+{
+	const char *step = str(r->json, "step");
+
+	printf("<div><h3>");
+	html_text(r->kernel);
+	if (!strcmp(r->kind, "wg")) {
+		printf(", tunnel ");
+		html_text(key_str(r, "traffic"));
+	} else if (!strcmp(r->kind, "wg-live")) {
+		printf(", the original ran on %lld s", num(r->json, "live"));
+	} else {
+		printf(", the clock %lld s behind", num(r->json, "behind"));
+	}
+	if (step)
+		fputs(!strcmp(step, "hook") ? ", fork hooks" : ", nothing steps the clock", stdout);
+	printf("</h3>\n");
+}
+
 static void html_wg(const struct row *rows, int n)
 {
-	int i, any = 0;
+	int i, any = 0, clock = 0;
 
 	for (i = 0; i < n; i++) {
 		if (strcmp(rows[i].kind, "wg"))
 			continue;
 		if (!any++)
 			printf("<h2>WireGuard: each clone's packets after the resume</h2>\n<p><span class='shared'>"
-			       "red</span>: sending under the pre-fork key; marks: <span style='color:#1f77b4'>"
-			       "initiation</span>, <span style='color:#2ca02c'>handshake done</span>, first new "
-			       "data (black).</p>\n<div class='cell'>\n");
-		printf("<div><h3>");
-		html_text(rows[i].kernel);
-		printf(", tunnel ");
-		html_text(key_str(&rows[i], "traffic"));
-		printf("</h3>\n");
+			       "red</span>: sending under the pre-fork key; " WG_MARKS "</p>\n<div class='cell'>\n");
+		html_wg_title(&rows[i]);
 		html_wg_row(&rows[i]);
 		printf("</div>\n");
 	}
 	if (any)
+		printf("</div>\n");
+	for (i = 0; i < n; i++) {
+		if (!wg_clock_kind(rows[i].kind))
+			continue;
+		if (!clock++)
+			printf("<h2>WireGuard clones beside a peer that took later handshakes: the time to a working "
+			       "tunnel</h2>\n<p>The tunnel works from the first answer to one of the clone's "
+			       "initiations (orange) on; " WG_MARKS "</p>\n<div class='cell'>\n");
+		html_wg_title(&rows[i]);
+		html_wg_row(&rows[i]);
+		printf("</div>\n");
+	}
+	if (clock)
 		printf("</div>\n");
 }
 

@@ -19,7 +19,8 @@
 #                [--clones 2] [--window S] [--out DIR]
 #
 # The table goes to stdout and DIR/wg-deploy.md, the rows to
-# DIR/wg-deploy/.  The run fails on an error row.
+# DIR/wg-deploy/, a page with every clone on a time axis (fork-report -f
+# html) to DIR/wg-deploy.html.  The run fails on an error row.
 set -euo pipefail
 . "$(dirname "$0")/../lib/measure.sh"
 . "$(dirname "$0")/../lib/opts.sh"
@@ -114,4 +115,15 @@ table() {
 } >"$out/wg-deploy.md.tmp"
 mv "$out/wg-deploy.md.tmp" "$out/wg-deploy.md"
 cat "$out/wg-deploy.md"
+
+# The page: each row with wg-clock.jq's line as its verdict, every clone
+# on a time axis from its resume to its tunnel working.
+judged=()
+for r in "${rows[@]}"; do
+	judged+=("${r%.json}.judged.json")
+	jq --arg v "$(wg_clock_verdict "$r")" '. + {verdict: $v}' "$r" >"${judged[-1]}"
+done
+"$BUILD/fork-report" -f html "${judged[@]}" >"$out/wg-deploy.html.tmp"
+mv "$out/wg-deploy.html.tmp" "$out/wg-deploy.html"
+echo "wg-deploy: the page is $out/wg-deploy.html" >&2
 [ "$errors" = 0 ] || die "wg-deploy: $errors row(s) could not be measured (see the table)"
