@@ -27,6 +27,9 @@
 #   make guest tools  the initramfs, the host tools;  make deps  Debian packages
 #   make agent-deb    the guest agent as a Debian package, for an operator's image
 #   make openssl-deb  forksafe-openssl, the OpenSSL 3 provider, as a Debian package
+#   make debs         every package an operator installs, in build/: forksafe-agent,
+#                     forksafe-openssl, forksafe-guest (seed tool, fork hooks and
+#                     their units), libforksafe1, libforksafe-dev
 #   make image        a Debian 12 image with systemd and the agent (KERNELS=debian-image)
 # Knobs for all: KERNELS="patched stock" (add patched-6.12 stock-6.12 for
 #   6.12; built as needed), KERNEL=/path/bzImage (that kernel alone),
@@ -44,14 +47,14 @@ GUEST_CFLAGS := -O2 -static $(WARN)
 # The host tools read what guests and QEMU send them: always sanitized.
 HOST_CFLAGS := -O1 -g $(WARN) -fsanitize=address,undefined -fno-sanitize-recover=all
 
-DEBS := linux-source-6.1 linux-source-6.12 bc bison flex libelf-dev libssl-dev cpio xz-utils file \
+DEBS := linux-source-6.1 linux-source-6.12 bc bison flex libelf-dev libssl-dev cpio xz-utils file pkg-config groff-base \
 	gcc make clang libclang-rt-14-dev \
 	qemu-system-x86 qemu-utils vde2 wireguard-tools busybox-static \
 	libvirt-daemon-system libvirt-clients libvirt-dev \
 	libjson-c-dev libpcap-dev jq shellcheck python3-ply python3-git chromium e2fsprogs kmod mmdebstrap fdisk
 
 .PHONY: all help deps kernels kernel kernel-stock kernel-kunit kernel-debug kernel-bench kernel-tree refresh-patches \
-	checkpatch guest agent-deb openssl-deb image tools corpus check demo bench-rng bench-wg bench-vdso cold-clones storm crowd wg-scale wg-deploy mutants fuzz clean
+	checkpatch guest agent-deb openssl-deb debs image tools corpus check demo bench-rng bench-wg bench-vdso cold-clones storm crowd wg-scale wg-deploy mutants fuzz clean
 
 all: kernel kernel-stock guest tools
 
@@ -163,6 +166,29 @@ OPENSSL_DEB := $(BUILD)/forksafe-openssl.deb
 openssl-deb: $(OPENSSL_DEB)
 $(OPENSSL_DEB): $(BUILD)/forksafe-openssl.so guest/build-deb.sh guest/deb/openssl.cnf
 	guest/build-deb.sh openssl $@ $<
+# libforksafe as a library: only forksafe_* exported (guest/deb/libforksafe.map),
+# the build directory kept out of the objects, so that packages repeat byte
+# for byte.
+LIB_SRC := guest/forksafe.c guest/sha256.c
+LIB_CFLAGS := -O2 -fPIC $(WARN) -ffile-prefix-map=$(CURDIR)=.
+LIB_OBJS := $(LIB_SRC:guest/%.c=$(BUILD)/lib/%.o)
+$(BUILD)/lib/%.o: guest/%.c guest/forksafe.h guest/sha256.h | $(BUILD)
+	@mkdir -p $(@D)
+	$(CC) $(LIB_CFLAGS) -c -o $@ $<
+$(BUILD)/lib/libforksafe.so.1: $(LIB_OBJS) guest/deb/libforksafe.map
+	$(CC) -shared -Wl,-soname,libforksafe.so.1 -Wl,--version-script=guest/deb/libforksafe.map -o $@ $(LIB_OBJS)
+$(BUILD)/lib/libforksafe.a: $(LIB_OBJS)
+	rm -f $@
+	ar rcsD $@ $^
+GUEST_DEB := $(BUILD)/forksafe-guest.deb
+LIB_DEB := $(BUILD)/libforksafe1.deb
+DEV_DEB := $(BUILD)/libforksafe-dev.deb
+$(GUEST_DEB): $(BUILD)/forksafe-seed $(BUILD)/forksafe-hooks guest/build-deb.sh guest/fork.d $(wildcard guest/fork.d/* guest/deb/*)
+	guest/build-deb.sh guest $@ $(BUILD)
+$(LIB_DEB) $(DEV_DEB): $(BUILD)/lib/libforksafe.so.1 $(BUILD)/lib/libforksafe.a guest/forksafe.h guest/build-deb.sh $(wildcard guest/deb/*)
+	guest/build-deb.sh $(if $(filter $(LIB_DEB),$@),lib,dev) $@ $(BUILD)/lib
+debs: $(AGENT_DEB) $(OPENSSL_DEB) $(GUEST_DEB) $(LIB_DEB) $(DEV_DEB)
+
 image: deps $(AGENT_DEB) $(OPENSSL_DEB)
 	@guest/build-image.sh $(BUILD)/image $(AGENT_DEB) $(OPENSSL_DEB)
 

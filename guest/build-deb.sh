@@ -5,21 +5,35 @@
 #   build-deb.sh openssl OUT.deb MODULE.so  forksafe-openssl: the OpenSSL 3
 #                                           provider and an openssl.cnf that
 #                                           selects it (guest/deb/openssl.cnf)
-# The version names the binary (its SHA-256), so an image says which one
-# it carries.
+#   build-deb.sh guest OUT.deb BUILD        forksafe-guest: the seed tool, the
+#                                           fork hooks' daemon, the hooks of
+#                                           guest/fork.d/ and their units
+#   build-deb.sh lib OUT.deb LIBDIR         libforksafe1: the shared library
+#   build-deb.sh dev OUT.deb LIBDIR         libforksafe-dev: forksafe.h, the
+#                                           static library, pkg-config, man
+# The version names what it packs (a SHA-256), so an image says which
+# build it carries.
 set -euo pipefail
 
 kind=${1:-} out=${2:-} bin=${3:-}
 die() { echo "build-deb: $*" >&2; exit 1; }
 here=$(cd "$(dirname "$0")" && pwd)
 command -v dpkg-deb >/dev/null || die "dpkg-deb is missing (package dpkg)"
+# static PROGRAM: a statically linked program, or one line and exit 1.
+static() {
+	[ -x "$1" ] || die "$1 is missing: run 'make guest'"
+	file -L "$1" | grep -q 'statically linked' || die "$1 is not static"
+}
 case "$kind" in
-agent)
-	[ -x "$bin" ] || die "$bin is missing: run 'make guest'"
-	file -L "$bin" | grep -q 'statically linked' || die "$bin is not static"
-	;;
+agent) static "$bin" ;;
 openssl) [ -f "$bin" ] || die "$bin is missing: run 'make openssl-deb'" ;;
-*) die "usage: build-deb.sh agent|openssl OUT.deb BINARY" ;;
+guest) for p in forksafe-seed forksafe-hooks; do static "$bin/$p"; done ;;
+lib | dev)
+	for f in libforksafe.so.1 libforksafe.a; do
+		[ -f "$bin/$f" ] || die "$bin/$f is missing: run 'make debs'"
+	done
+	;;
+*) die "usage: build-deb.sh agent|openssl|guest|lib|dev OUT.deb BINARY-OR-DIR" ;;
 esac
 
 export SOURCE_DATE_EPOCH=1577836800 # 2020-01-01, as the guests' clocks
@@ -27,7 +41,12 @@ stage=$(mktemp -d)
 chmod 0755 "$stage"
 trap 'rm -rf "$stage"' EXIT
 install -d "$stage/DEBIAN"
-version=0.1+$(sha256sum "$bin" | cut -c1-12)
+case "$kind" in
+agent | openssl) version=0.1+$(sha256sum "$bin" | cut -c1-12) ;;
+guest) version=0.1+$(cat "$bin/forksafe-seed" "$bin/forksafe-hooks" "$here"/fork.d/* | sha256sum | cut -c1-12) ;;
+*) version=0.1+$(cat "$bin/libforksafe.so.1" "$bin/libforksafe.a" "$here/forksafe.h" | sha256sum | cut -c1-12) ;;
+esac
+multiarch=usr/lib/x86_64-linux-gnu
 if [ "$kind" = agent ]; then
 	package=forksafe-agent
 	install -D -m 0755 "$bin" "$stage/usr/sbin/forksafe-agent"
@@ -48,6 +67,77 @@ Description: forksafe guest agent for VM fork tests
  org.forksafe.agent: records the guest's RNG output around a snapshot,
  reads the VM generation ID and powers the VM off when asked.  Install it
  only into images that are tested (it answers whoever holds the port).
+CONTROL
+elif [ "$kind" = guest ]; then
+	package=forksafe-guest
+	for p in forksafe-seed forksafe-hooks; do
+		install -D -m 0755 "$bin/$p" "$stage/usr/sbin/$p"
+	done
+	for unit in forksafe-seed.service forksafe-hooks.service; do
+		install -D -m 0644 "$here/deb/$unit" "$stage/lib/systemd/system/$unit"
+	done
+	for hook in "$here"/fork.d/*; do
+		install -D -m 0755 "$hook" "$stage/etc/forksafe/fork.d/${hook##*/}"
+		echo "/etc/forksafe/fork.d/${hook##*/}" >>"$stage/DEBIAN/conffiles"
+	done
+	for script in postinst prerm postrm; do
+		install -m 0755 "$here/deb/guest-$script" "$stage/DEBIAN/$script"
+	done
+	cat >"$stage/DEBIAN/control" <<CONTROL
+Package: $package
+Version: $version
+Architecture: amd64
+Maintainer: forksafe <forksafe@localhost>
+Depends: init-system-helpers
+Recommends: util-linux-extra
+Suggests: wireguard-tools, forksafe-openssl
+Section: admin
+Priority: optional
+Description: what a clone of a VM snapshot does once it knows it is one
+ forksafe-hooks sleeps on the VM fork signal (/dev/vmgenid of the
+ forksafe kernel series, vmclock, or /dev/sysgenid) and runs
+ /etc/forksafe/fork.d/ once per fork: the wall clock stepped from the
+ hypervisor's RTC (hwclock), WireGuard handshakes started over, the seed
+ file written again.  forksafe-seed keeps the kernel's seed file across
+ crashes and forks.
+CONTROL
+elif [ "$kind" = lib ]; then
+	package=libforksafe1
+	install -D -m 0644 "$bin/libforksafe.so.1" "$stage/$multiarch/libforksafe.so.1"
+	cat >"$stage/DEBIAN/control" <<CONTROL
+Package: $package
+Version: $version
+Architecture: amd64
+Maintainer: forksafe <forksafe@localhost>
+Depends: libc6 (>= 2.36)
+Section: libs
+Priority: optional
+Description: the VM fork signal for user space (library)
+ libforksafe tells a process that the VM it runs in was forked (restored
+ from a snapshot more than once), from /dev/vmgenid of the forksafe
+ kernel series, vmclock's generation counter or /dev/sysgenid, the
+ zero-window source first.
+CONTROL
+	echo "activate-noawait ldconfig" >"$stage/DEBIAN/triggers"
+elif [ "$kind" = dev ]; then
+	package=libforksafe-dev
+	install -D -m 0644 "$here/forksafe.h" "$stage/usr/include/forksafe.h"
+	install -D -m 0644 "$bin/libforksafe.a" "$stage/$multiarch/libforksafe.a"
+	ln -s libforksafe.so.1 "$stage/$multiarch/libforksafe.so"
+	install -D -m 0644 "$here/deb/libforksafe.pc" "$stage/$multiarch/pkgconfig/libforksafe.pc"
+	install -d "$stage/usr/share/man/man3"
+	gzip -9n <"$here/deb/libforksafe.3" >"$stage/usr/share/man/man3/libforksafe.3.gz"
+	cat >"$stage/DEBIAN/control" <<CONTROL
+Package: $package
+Version: $version
+Architecture: amd64
+Maintainer: forksafe <forksafe@localhost>
+Depends: libforksafe1 (= $version)
+Section: libdevel
+Priority: optional
+Description: the VM fork signal for user space (development files)
+ forksafe.h, the static library, the pkg-config file (libforksafe) and
+ the manual page libforksafe(3).
 CONTROL
 else
 	package=forksafe-openssl
