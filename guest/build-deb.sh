@@ -47,21 +47,28 @@ guest) version=0.1+$(cat "$bin/forksafe-seed" "$bin/forksafe-hooks" "$here"/fork
 *) version=0.1+$(cat "$bin/libforksafe.so.1" "$bin/libforksafe.a" "$here/forksafe.h" | sha256sum | cut -c1-12) ;;
 esac
 multiarch=usr/lib/x86_64-linux-gnu
+# control FIELD...: DEBIAN/control, the fields every package has, then
+# FIELD (one a line), then the description from stdin.
+control() {
+	{
+		printf 'Package: %s\nVersion: %s\nArchitecture: amd64\nMaintainer: forksafe <forksafe@localhost>\n' \
+			"$package" "$version"
+		printf '%s\n' "$@"
+		cat
+	} >"$stage/DEBIAN/control"
+}
+# scripts PREFIX: the maintainer scripts guest/deb/PREFIXpostinst, ...
+scripts() {
+	for script in postinst prerm postrm; do
+		install -m 0755 "$here/deb/$1$script" "$stage/DEBIAN/$script"
+	done
+}
 if [ "$kind" = agent ]; then
 	package=forksafe-agent
 	install -D -m 0755 "$bin" "$stage/usr/sbin/forksafe-agent"
 	install -D -m 0644 "$here/deb/forksafe-agent.service" "$stage/lib/systemd/system/forksafe-agent.service"
-	for script in postinst prerm postrm; do
-		install -m 0755 "$here/deb/$script" "$stage/DEBIAN/$script"
-	done
-	cat >"$stage/DEBIAN/control" <<CONTROL
-Package: $package
-Version: $version
-Architecture: amd64
-Maintainer: forksafe <forksafe@localhost>
-Depends: init-system-helpers
-Section: admin
-Priority: optional
+	scripts ""
+	control "Depends: init-system-helpers" "Section: admin" "Priority: optional" <<CONTROL
 Description: forksafe guest agent for VM fork tests
  Answers the forksafe host suite on the virtio-serial port
  org.forksafe.agent: records the guest's RNG output around a snapshot,
@@ -80,19 +87,8 @@ elif [ "$kind" = guest ]; then
 		install -D -m 0755 "$hook" "$stage/etc/forksafe/fork.d/${hook##*/}"
 		echo "/etc/forksafe/fork.d/${hook##*/}" >>"$stage/DEBIAN/conffiles"
 	done
-	for script in postinst prerm postrm; do
-		install -m 0755 "$here/deb/guest-$script" "$stage/DEBIAN/$script"
-	done
-	cat >"$stage/DEBIAN/control" <<CONTROL
-Package: $package
-Version: $version
-Architecture: amd64
-Maintainer: forksafe <forksafe@localhost>
-Depends: init-system-helpers
-Recommends: util-linux-extra
-Suggests: wireguard-tools, forksafe-openssl
-Section: admin
-Priority: optional
+	scripts guest-
+	control "Depends: init-system-helpers" "Recommends: util-linux-extra" "Suggests: wireguard-tools, forksafe-openssl" "Section: admin" "Priority: optional" <<CONTROL
 Description: what a clone of a VM snapshot does once it knows it is one
  forksafe-hooks sleeps on the VM fork signal (/dev/vmgenid of the
  forksafe kernel series, vmclock, or /dev/sysgenid) and runs
@@ -104,14 +100,7 @@ CONTROL
 elif [ "$kind" = lib ]; then
 	package=libforksafe1
 	install -D -m 0644 "$bin/libforksafe.so.1" "$stage/$multiarch/libforksafe.so.1"
-	cat >"$stage/DEBIAN/control" <<CONTROL
-Package: $package
-Version: $version
-Architecture: amd64
-Maintainer: forksafe <forksafe@localhost>
-Depends: libc6 (>= 2.36)
-Section: libs
-Priority: optional
+	control "Depends: libc6 (>= 2.36)" "Section: libs" "Priority: optional" <<CONTROL
 Description: the VM fork signal for user space (library)
  libforksafe tells a process that the VM it runs in was forked (restored
  from a snapshot more than once), from /dev/vmgenid of the forksafe
@@ -127,14 +116,7 @@ elif [ "$kind" = dev ]; then
 	install -D -m 0644 "$here/deb/libforksafe.pc" "$stage/$multiarch/pkgconfig/libforksafe.pc"
 	install -d "$stage/usr/share/man/man3"
 	gzip -9n <"$here/deb/libforksafe.3" >"$stage/usr/share/man/man3/libforksafe.3.gz"
-	cat >"$stage/DEBIAN/control" <<CONTROL
-Package: $package
-Version: $version
-Architecture: amd64
-Maintainer: forksafe <forksafe@localhost>
-Depends: libforksafe1 (= $version)
-Section: libdevel
-Priority: optional
+	control "Depends: libforksafe1 (= $version)" "Section: libdevel" "Priority: optional" <<CONTROL
 Description: the VM fork signal for user space (development files)
  forksafe.h, the static library, the pkg-config file (libforksafe) and
  the manual page libforksafe(3).
@@ -144,14 +126,7 @@ else
 	install -D -m 0644 "$bin" "$stage/usr/lib/x86_64-linux-gnu/ossl-modules/forksafe-openssl.so"
 	install -D -m 0644 "$here/deb/openssl.cnf" "$stage/etc/forksafe/openssl.cnf"
 	echo /etc/forksafe/openssl.cnf >"$stage/DEBIAN/conffiles"
-	cat >"$stage/DEBIAN/control" <<CONTROL
-Package: $package
-Version: $version
-Architecture: amd64
-Maintainer: forksafe <forksafe@localhost>
-Depends: libc6 (>= 2.36), libssl3 (>= 3.0.0)
-Section: libs
-Priority: optional
+	control "Depends: libc6 (>= 2.36), libssl3 (>= 3.0.0)" "Section: libs" "Priority: optional" <<CONTROL
 Description: OpenSSL 3 provider whose DRBG reseeds when the VM is forked
  FORKSAFE-DRBG is OpenSSL's CTR-DRBG behind a check of the VM fork
  signal (/dev/vmgenid of the forksafe kernel series, vmclock, or

@@ -1133,35 +1133,38 @@ static void html_wg_title(const struct row *r)
 	printf("</h3>\n");
 }
 
-static void html_wg(const struct row *rows, int n)
+static int wg_plain_kind(const char *kind)
 {
-	int i, any = 0, clock = 0;
+	return !strcmp(kind, "wg");
+}
+
+/* A section of the WireGuard rows whose kind is_kind takes, under a heading. */
+static void html_wg_section(const struct row *rows, int n, int (*is_kind)(const char *), const char *heading)
+{
+	int i, any = 0;
 
 	for (i = 0; i < n; i++) {
-		if (strcmp(rows[i].kind, "wg"))
+		if (!is_kind(rows[i].kind))
 			continue;
 		if (!any++)
-			printf("<h2>WireGuard: each clone's packets after the resume</h2>\n<p><span class='shared'>"
-			       "red</span>: sending under the pre-fork key; " WG_MARKS "</p>\n<div class='cell'>\n");
+			printf("%s<div class='cell'>\n", heading);
 		html_wg_title(&rows[i]);
 		html_wg_row(&rows[i]);
 		printf("</div>\n");
 	}
 	if (any)
 		printf("</div>\n");
-	for (i = 0; i < n; i++) {
-		if (!wg_clock_kind(rows[i].kind))
-			continue;
-		if (!clock++)
-			printf("<h2>WireGuard clones beside a peer that took later handshakes: the time to a working "
-			       "tunnel</h2>\n<p>The tunnel works from the first answer to one of the clone's "
-			       "initiations (orange) on; " WG_MARKS "</p>\n<div class='cell'>\n");
-		html_wg_title(&rows[i]);
-		html_wg_row(&rows[i]);
-		printf("</div>\n");
-	}
-	if (clock)
-		printf("</div>\n");
+}
+
+static void html_wg(const struct row *rows, int n)
+{
+	html_wg_section(rows, n, wg_plain_kind,
+			"<h2>WireGuard: each clone's packets after the resume</h2>\n<p><span class='shared'>"
+			"red</span>: sending under the pre-fork key; " WG_MARKS "</p>\n");
+	html_wg_section(rows, n, wg_clock_kind,
+			"<h2>WireGuard clones beside a peer that took later handshakes: the time to a working "
+			"tunnel</h2>\n<p>The tunnel works from the first answer to one of the clone's "
+			"initiations (orange) on; " WG_MARKS "</p>\n");
 }
 
 static void html(const struct row *rows, int n)
