@@ -18,7 +18,7 @@
 #   mutants.sh [--mutants "NAME..."] [--out DIR]
 #
 # The checks, those that kill most mutants first (KUnit, then fork_signal,
-# which alone sees the mutants of /dev/vmgenid and of the fork notifier):
+# which alone sees the mutants of /dev/vmgenid):
 #   kunit      snapshot-tests/kunit_vmfork.sh on the kernel: every KUnit
 #              case passes, and deterministic boots show the fork's ID
 #              reaching the output
