@@ -372,23 +372,20 @@ static int wg_clock_kind(const char *kind)
 
 static void judge_wg_clock(struct row *r)
 {
-	static const char *const verdicts[] = { "working", "down" };
-	const char *line = str(r->json, "verdict"), *sep;
-	size_t i;
+	static const char *const verdicts[] = { "working", "down", "error" };
+	const char *line = str(r->json, "verdict");
+	size_t i, len;
 
 	r->clones = array(r->result, "clones");
-	if (!line) {
-		error_row(r, "row not judged: analyzers/wg-clock.jq gives its verdict");
-		return;
-	}
-	sep = strstr(line, ": ");
-	for (i = 0; sep && i < sizeof(verdicts) / sizeof(verdicts[0]); i++)
-		if (strlen(verdicts[i]) == (size_t)(sep - line) && !strncmp(line, verdicts[i], sep - line)) {
+	for (i = 0; line && i < sizeof(verdicts) / sizeof(verdicts[0]); i++) {
+		len = strlen(verdicts[i]);
+		if (!strncmp(line, verdicts[i], len) && !strncmp(line + len, ": ", 2)) {
 			r->verdict = verdicts[i];
-			snprintf(r->why, sizeof(r->why), "%s", sep + 2);
+			snprintf(r->why, sizeof(r->why), "%s", line + len + 2);
 			return;
 		}
-	error_row(r, "%s", sep && !strncmp(line, "error: ", 7) ? sep + 2 : line);
+	}
+	error_row(r, "row not judged: analyzers/wg-clock.jq gives its verdict, not '%s'", line ? line : "");
 }
 
 static void judge(struct row *r)
