@@ -43,8 +43,10 @@ trap 'rm -rf "$stage"' EXIT
 install -d "$stage/DEBIAN"
 case "$kind" in
 agent | openssl) version=0.1+$(sha256sum "$bin" | cut -c1-12) ;;
-guest) version=0.1+$(cat "$bin/forksafe-seed" "$bin/forksafe-hooks" "$here"/fork.d/* | sha256sum | cut -c1-12) ;;
-*) version=0.1+$(cat "$bin/libforksafe.so.1" "$bin/libforksafe.a" "$here/forksafe.h" | sha256sum | cut -c1-12) ;;
+guest) version=0.1+$(cat "$bin/forksafe-seed" "$bin/forksafe-hooks" "$here"/fork.d/* \
+	"$here"/deb/forksafe-{seed,hooks}.service "$here"/deb/guest-* | sha256sum | cut -c1-12) ;;
+*) version=0.1+$(cat "$bin/libforksafe.so.1" "$bin/libforksafe.a" "$here/forksafe.h" \
+	"$here"/deb/libforksafe.{pc,3} | sha256sum | cut -c1-12) ;;
 esac
 multiarch=usr/lib/x86_64-linux-gnu
 # control FIELD...: DEBIAN/control, the fields every package has, then
