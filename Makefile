@@ -51,7 +51,7 @@ DEBS := linux-source-6.1 linux-source-6.12 bc bison flex libelf-dev libssl-dev c
 	gcc make clang libclang-rt-14-dev \
 	qemu-system-x86 qemu-utils vde2 wireguard-tools busybox-static \
 	libvirt-daemon-system libvirt-clients libvirt-dev \
-	libjson-c-dev libpcap-dev jq shellcheck python3-ply python3-git chromium e2fsprogs kmod mmdebstrap fdisk
+	libjson-c-dev libpcap-dev jq shellcheck python3-ply python3-git chromium e2fsprogs kmod mmdebstrap fdisk lintian
 
 .PHONY: all help deps kernels kernel kernel-stock kernel-kunit kernel-debug kernel-bench kernel-tree refresh-patches \
 	checkpatch guest agent-deb openssl-deb debs image tools corpus check demo bench-rng bench-wg bench-vdso cold-clones storm crowd wg-scale wg-deploy mutants fuzz clean

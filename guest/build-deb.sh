@@ -41,23 +41,69 @@ stage=$(mktemp -d)
 chmod 0755 "$stage"
 trap 'rm -rf "$stage"' EXIT
 install -d "$stage/DEBIAN"
+# DEB_MAINTAINER: who the packages name (example.org is RFC 2606's
+# placeholder: an operator who ships them sets their own).
+maintainer=${DEB_MAINTAINER:-forksafe developers <forksafe@example.org>}
+# The version hashes what the package is made of, this script and the
+# maintainer included.
 case "$kind" in
-agent | openssl) version=0.1+$(sha256sum "$bin" | cut -c1-12) ;;
-guest) version=0.1+$(cat "$bin/forksafe-seed" "$bin/forksafe-hooks" "$here"/fork.d/* \
-	"$here"/deb/forksafe-{seed,hooks}.service "$here"/deb/guest-* | sha256sum | cut -c1-12) ;;
-*) version=0.1+$(cat "$bin/libforksafe.so.1" "$bin/libforksafe.a" "$here/forksafe.h" \
-	"$here"/deb/libforksafe.{pc,3} | sha256sum | cut -c1-12) ;;
+agent) inputs=("$bin" "$here"/deb/forksafe-agent.{8,service} "$here"/deb/{postinst,prerm,postrm}) ;;
+openssl) inputs=("$bin" "$here/deb/openssl.cnf") ;;
+guest) inputs=("$bin/forksafe-seed" "$bin/forksafe-hooks" "$here"/fork.d/* \
+	"$here"/deb/forksafe-{seed,hooks}.{service,8} "$here"/deb/guest-*) ;;
+*) inputs=("$bin/libforksafe.so.1" "$bin/libforksafe.a" "$here/forksafe.h" "$here"/deb/libforksafe.{pc,3,map}) ;;
 esac
+version=0.1+$({ cat "${inputs[@]}" "$here/build-deb.sh"; echo "$maintainer"; } | sha256sum | cut -c1-12)
 multiarch=usr/lib/x86_64-linux-gnu
 # control FIELD...: DEBIAN/control, the fields every package has, then
 # FIELD (one a line), then the description from stdin.
 control() {
 	{
-		printf 'Package: %s\nVersion: %s\nArchitecture: amd64\nMaintainer: forksafe <forksafe@localhost>\n' \
-			"$package" "$version"
+		printf 'Package: %s\nVersion: %s\nArchitecture: amd64\nMaintainer: %s\n' \
+			"$package" "$version" "$maintainer"
 		printf '%s\n' "$@"
 		cat
 	} >"$stage/DEBIAN/control"
+}
+# program SOURCE DEST [STATIC]: a program or library installed stripped
+# (the build keeps its symbols; strip gives the same bytes each time) and,
+# for a program, its manual page guest/deb/NAME.8.  STATIC: it is linked
+# statically, as the suite's initramfs, which has no C library, runs the
+# same binary; lintian is told so in the package's overrides.
+program() {
+	install -d "$stage/${2%/*}"
+	strip --strip-unneeded --remove-section=.comment --remove-section=.note -o "$stage/$2" "$1"
+	chmod "$([ "${2#usr/sbin/}" != "$2" ] && echo 0755 || echo 0644)" "$stage/$2"
+	case "$2" in
+	usr/sbin/*)
+		install -d "$stage/usr/share/man/man8"
+		gzip -9n <"$here/deb/${2##*/}.8" >"$stage/usr/share/man/man8/${2##*/}.8.gz"
+		;;
+	esac
+	[ -z "${3:-}" ] || {
+		install -d "$stage/usr/share/lintian/overrides"
+		printf '# static: the test initramfs, which has no C library, runs this binary too\n%s: statically-linked-binary [%s]\n' \
+			"$package" "$2" >>"$stage/usr/share/lintian/overrides/$package"
+	}
+}
+# docs: what Debian asks of every package, /usr/share/doc/PACKAGE/'s
+# copyright (GPL-2.0, as every source file says) and changelog.
+docs() {
+	local doc=$stage/usr/share/doc/$package
+	install -d "$doc"
+	cat >"$doc/copyright" <<COPYRIGHT
+Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/
+Upstream-Name: forksafe
+
+Files: *
+Copyright: 2026 the forksafe developers
+License: GPL-2
+ On Debian systems, the complete text of the GNU General Public License
+ version 2 can be found in /usr/share/common-licenses/GPL-2.
+COPYRIGHT
+	printf '%s (%s) unstable; urgency=medium\n\n  * Built from the forksafe tree: the version names what it packs.\n\n -- %s  %s\n' \
+		"$package" "$version" "$maintainer" "$(date -u -R -d @"$SOURCE_DATE_EPOCH")" |
+		gzip -9n >"$doc/changelog.gz"
 }
 # scripts PREFIX: the maintainer scripts guest/deb/PREFIXpostinst, ...
 scripts() {
@@ -67,10 +113,10 @@ scripts() {
 }
 if [ "$kind" = agent ]; then
 	package=forksafe-agent
-	install -D -m 0755 "$bin" "$stage/usr/sbin/forksafe-agent"
+	program "$bin" usr/sbin/forksafe-agent static
 	install -D -m 0644 "$here/deb/forksafe-agent.service" "$stage/lib/systemd/system/forksafe-agent.service"
 	scripts ""
-	control "Depends: init-system-helpers" "Section: admin" "Priority: optional" <<CONTROL
+	control "Depends: init-system-helpers (>= 1.54~)" "Section: admin" "Priority: optional" <<CONTROL
 Description: forksafe guest agent for VM fork tests
  Answers the forksafe host suite on the virtio-serial port
  org.forksafe.agent: records the guest's RNG output around a snapshot,
@@ -80,7 +126,7 @@ CONTROL
 elif [ "$kind" = guest ]; then
 	package=forksafe-guest
 	for p in forksafe-seed forksafe-hooks; do
-		install -D -m 0755 "$bin/$p" "$stage/usr/sbin/$p"
+		program "$bin/$p" "usr/sbin/$p" static
 	done
 	for unit in forksafe-seed.service forksafe-hooks.service; do
 		install -D -m 0644 "$here/deb/$unit" "$stage/lib/systemd/system/$unit"
@@ -90,7 +136,7 @@ elif [ "$kind" = guest ]; then
 		echo "/etc/forksafe/fork.d/${hook##*/}" >>"$stage/DEBIAN/conffiles"
 	done
 	scripts guest-
-	control "Depends: init-system-helpers" "Recommends: util-linux-extra" "Suggests: wireguard-tools, forksafe-openssl" "Section: admin" "Priority: optional" <<CONTROL
+	control "Depends: init-system-helpers (>= 1.54~)" "Recommends: util-linux-extra" "Suggests: wireguard-tools, forksafe-openssl" "Section: admin" "Priority: optional" <<CONTROL
 Description: what a clone of a VM snapshot does once it knows it is one
  forksafe-hooks sleeps on the VM fork signal (/dev/vmgenid of the
  forksafe kernel series, vmclock, or /dev/sysgenid) and runs
@@ -101,9 +147,10 @@ Description: what a clone of a VM snapshot does once it knows it is one
 CONTROL
 elif [ "$kind" = lib ]; then
 	package=libforksafe1
-	install -D -m 0644 "$bin/libforksafe.so.1" "$stage/$multiarch/libforksafe.so.1"
+	program "$bin/libforksafe.so.1" "$multiarch/libforksafe.so.1"
+	echo "libforksafe 1 libforksafe1 (>= 0.1)" >"$stage/DEBIAN/shlibs"
 	control "Depends: libc6 (>= 2.36)" "Section: libs" "Priority: optional" <<CONTROL
-Description: the VM fork signal for user space (library)
+Description: VM fork signal for user space (library)
  libforksafe tells a process that the VM it runs in was forked (restored
  from a snapshot more than once), from /dev/vmgenid of the forksafe
  kernel series, vmclock's generation counter or /dev/sysgenid, the
@@ -119,13 +166,13 @@ elif [ "$kind" = dev ]; then
 	install -d "$stage/usr/share/man/man3"
 	gzip -9n <"$here/deb/libforksafe.3" >"$stage/usr/share/man/man3/libforksafe.3.gz"
 	control "Depends: libforksafe1 (= $version)" "Section: libdevel" "Priority: optional" <<CONTROL
-Description: the VM fork signal for user space (development files)
+Description: VM fork signal for user space (development files)
  forksafe.h, the static library, the pkg-config file (libforksafe) and
  the manual page libforksafe(3).
 CONTROL
 else
 	package=forksafe-openssl
-	install -D -m 0644 "$bin" "$stage/usr/lib/x86_64-linux-gnu/ossl-modules/forksafe-openssl.so"
+	program "$bin" "$multiarch/ossl-modules/forksafe-openssl.so"
 	install -D -m 0644 "$here/deb/openssl.cnf" "$stage/etc/forksafe/openssl.cnf"
 	echo /etc/forksafe/openssl.cnf >"$stage/DEBIAN/conffiles"
 	control "Depends: libc6 (>= 2.36), libssl3 (>= 3.0.0)" "Section: libs" "Priority: optional" <<CONTROL
@@ -137,6 +184,7 @@ Description: OpenSSL 3 provider whose DRBG reseeds when the VM is forked
  OPENSSL_CONF at it, or copy its sections into /etc/ssl/openssl.cnf.
 CONTROL
 fi
+docs
 # The same agent gives the same package, byte for byte: the image that
 # carries it is cached by its hash (build-image.sh), and a package stamped
 # with the time of the build would make every clone build its own image.
