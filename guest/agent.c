@@ -462,12 +462,20 @@ static int cmd_wg_up(const char *args)
 	char *set[16] = { "/usr/bin/wg", "set", "wg0", "private-key", "/tmp/wg.key",
 			  "listen-port", port, "peer", peer, "allowed-ips", allowed };
 	FILE *f;
+	int fd;
 
 	if (sscanf(args, "%63s %7s %63s %63s %63s %63s", key, port, addr, peer,
 		   endpoint, allowed) != 6)
 		return -EINVAL;
-	f = fopen("/tmp/wg.key", "w");
-	if (!f || fprintf(f, "%s\n", key) < 0 || fclose(f))
+	/* The private key: readable by root alone, as wg(8) wants it. */
+	fd = open("/tmp/wg.key", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	f = fd < 0 ? NULL : fdopen(fd, "w");
+	if (!f) {
+		if (fd >= 0)
+			close(fd);
+		return -EIO;
+	}
+	if (fprintf(f, "%s\n", key) < 0 || fclose(f))
 		return -EIO;
 	if (strcmp(endpoint, "-")) {
 		set[11] = "endpoint";
