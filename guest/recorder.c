@@ -444,7 +444,7 @@ static void run_library(struct worker *w)
 	posix_spawn_file_actions_t fa;
 	char **env = environ;
 	int sv[2], status, err;
-	size_t n = 0;
+	size_t n = 0, i, m = 0;
 	pid_t pid;
 
 	if (access(PYTHON, X_OK)) {
@@ -465,8 +465,11 @@ static void run_library(struct worker *w)
 			fail(ENOMEM, "%s: no memory for the environment", library);
 			return;
 		}
-		memcpy(env, environ, n * sizeof(*env));
-		env[n] = (char *)FORKSAFE_OPENSSL_CONF;
+		/* Ours, and no inherited one: getenv() takes the first. */
+		env[m++] = (char *)FORKSAFE_OPENSSL_CONF;
+		for (i = 0; i < n; i++)
+			if (strncmp(environ[i], "OPENSSL_CONF=", 13))
+				env[m++] = environ[i];
 	}
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_adddup2(&fa, sv[1], 0);
