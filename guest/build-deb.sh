@@ -14,6 +14,8 @@
 # The version names what it packs (a SHA-256), so an image says which
 # build it carries.
 set -euo pipefail
+# Every file the packages hold is 0644 or 0755 whatever the caller's umask.
+umask 022
 
 kind=${1:-} out=${2:-} bin=${3:-}
 die() { echo "build-deb: $*" >&2; exit 1; }
