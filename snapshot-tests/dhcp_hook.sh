@@ -2,11 +2,12 @@
 # The DHCP fork hook (guest/fork.d/15-dhcp) on the host, with the clients
 # it drives replaced by fakes that log what they are asked: it asks
 # systemd-networkd to renew each link networkd configured and no other;
-# it stops a running dhclient (found by ifupdown's pid file, and only if
-# that pid is a dhclient) without a release and starts it again in the
-# background with its own arguments; a stale pid file's process is left
-# alone; a renewal that fails makes the hook fail after the others ran;
-# with no client it says so and succeeds.  No QEMU.
+# it stops each running dhclient (found by ifupdown's pid files, IPv4 and
+# IPv6, and only if that pid is a dhclient) without a release and starts
+# it again in the background with its own arguments, -nw once, and under
+# systemd in a scope of its own (systemd-run); a stale pid file's process
+# is left alone; a renewal that fails makes the hook fail after the
+# others ran; with no client it says so and succeeds.  No QEMU.
 set -euo pipefail
 . "$(dirname "$0")/lib/ktap.sh"
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -31,6 +32,14 @@ renew) echo "renew $2" >>"$FAKE_LOG"; [ "$2" != bad ] ;;
 esac
 SH
 chmod +x "$work/bin/networkctl"
+# systemd-run: logs its arguments and runs the command after its options.
+cat >"$work/bin/systemd-run" <<'SH'
+#!/bin/sh
+echo "systemd-run $*" >>"$FAKE_LOG"
+while [ $# -gt 0 ] && [ "$1" != dhclient ]; do shift; done
+exec "$@"
+SH
+chmod +x "$work/bin/systemd-run"
 # dhclient: with -nw (or -r, -x: a release, a stop) first it logs its
 # arguments and returns, as a client that went to the background; else it
 # waits to be stopped, as a running client does (its name must be dhclient in /proc/PID/comm: a program,
@@ -66,7 +75,7 @@ hook() {
 }
 asked() { tr '\n' ';' <"$work/log" 2>/dev/null; }
 
-t_plan 8
+t_plan 9
 networkd='1 lo loopback carrier unmanaged\n2 eth0 ether routable configured\n3 eth1 ether routable configuring\n4 wg0 wireguard routable unmanaged\n'
 : >"$work/log"
 got=$(hook "$networkd")
@@ -75,24 +84,43 @@ t_eq "networkd: the hook says so and exits 0" "$got" \
 	"0|dhcp: eth0: renewal asked of systemd-networkd;dhcp: eth1: renewal asked of systemd-networkd;"
 
 : >"$work/log"
-"$work/bin/dhclient" -4 -pf "$work/run/dhclient.eth0.pid" -lf /var/lib/dhcp/dhclient.eth0.leases eth0 &
-client=$!
-pids+=("$client")
-echo "$client" >"$work/run/dhclient.eth0.pid"
+# start_client PIDFILE ARGS...: a running client with its pid file.
+start_client() {
+	local pidfile=$1
+	shift
+	"$work/bin/dhclient" "$@" &
+	pids+=("$!")
+	echo "$!" >"$pidfile"
+	# It must be running under its name before the hook looks.
+	for _ in $(seq 50); do [ "$(cat "/proc/$!/comm" 2>/dev/null)" = dhclient ] && break; sleep 0.1; done
+}
+v4=$work/run/dhclient.eth0.pid v6=$work/run/dhclient6.eth0.pid
+start_client "$v4" -4 -pf "$v4" -lf /var/lib/dhcp/dhclient.eth0.leases eth0
+clients=("${pids[@]}")
+# One the hook started before: -nw on its command line already.
+start_client "$v6" -6 -nw -pf "$v6" -lf /var/lib/dhcp/dhclient6.eth0.leases eth0
+clients+=("${pids[-1]}")
 sleep 1000 &
 stale=$!
 pids+=("$stale")
 echo "$stale" >"$work/run/dhclient.eth9.pid"
-# The client must be running under its name before the hook looks.
-for _ in $(seq 50); do [ "$(cat "/proc/$client/comm" 2>/dev/null)" = dhclient ] && break; sleep 0.1; done
 got=$(hook "")
-t_eq "dhclient: started again in the background with its own arguments, nothing released" "$(asked)" \
-	"-nw -4 -pf $work/run/dhclient.eth0.pid -lf /var/lib/dhcp/dhclient.eth0.leases eth0;"
-t_eq "dhclient: the running client was stopped" "$(kill -0 "$client" 2>/dev/null && echo running || echo stopped)" stopped
+t_eq "dhclient: each (IPv4, IPv6) started again in the background with its own arguments, -nw once, nothing released" "$(asked)" \
+	"-nw -4 -pf $v4 -lf /var/lib/dhcp/dhclient.eth0.leases eth0;-nw -6 -pf $v6 -lf /var/lib/dhcp/dhclient6.eth0.leases eth0;"
+t_eq "dhclient: the running clients were stopped" \
+	"$(for p in "${clients[@]}"; do kill -0 "$p" 2>/dev/null && echo running || echo stopped; done | tr '\n' ' ')" "stopped stopped "
 t_eq "dhclient: a stale pid file's process (not a dhclient) is left alone" \
 	"$(kill -0 "$stale" 2>/dev/null && echo running || echo stopped)" running
 t_eq "dhclient: the hook exits 0" "${got%%|*}" 0
 rm -f "$work/run"/*.pid
+
+: >"$work/log"
+mkdir -p "$work/run/systemd/system"
+start_client "$v4" -4 -pf "$v4" eth0
+got=$(hook "")
+t_eq "under systemd: started again in a scope of its own, not in the hooks' service" "${got%%|*} $(asked)" \
+	"0 systemd-run --scope --quiet --collect --description=dhclient started again by forksafe at a fork dhclient -nw -4 -pf $v4 eth0;-nw -4 -pf $v4 eth0;"
+rm -rf "$work/run"/*.pid "$work/run/systemd"
 
 : >"$work/log"
 got=$(hook '2 bad ether routable configured\n3 eth0 ether routable configured\n')
