@@ -468,14 +468,18 @@ static int cmd_wg_up(const char *args)
 		   endpoint, allowed) != 6)
 		return -EINVAL;
 	/* The private key: readable by root alone, as wg(8) wants it. */
-	fd = open("/tmp/wg.key", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	f = fd < 0 ? NULL : fdopen(fd, "w");
+	fd = open("/tmp/wg.key", O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	f = fd < 0 || fchmod(fd, 0600) ? NULL : fdopen(fd, "w");
 	if (!f) {
 		if (fd >= 0)
 			close(fd);
 		return -EIO;
 	}
-	if (fprintf(f, "%s\n", key) < 0 || fclose(f))
+	if (fprintf(f, "%s\n", key) < 0) {
+		fclose(f);
+		return -EIO;
+	}
+	if (fclose(f))
 		return -EIO;
 	if (strcmp(endpoint, "-")) {
 		set[11] = "endpoint";

@@ -118,6 +118,7 @@ check_kunit() {
 # unmutated kunit-6.12's baseline, 4,096 fresh records, 2026-12-06; the
 # same row measured again at once: 0).
 RNG_TRIES=${RNG_TRIES:-3}
+case "$RNG_TRIES" in '' | *[!0-9]* | 0*) die "mutants: RNG_TRIES=$RNG_TRIES: a whole number of tries, 1 or more" ;; esac
 rng_check() {
 	local row verdict try
 	row=$RUN_DIR/rng-$1-$2-$3$(rng_guids_suffix)${4:+-${4//[^a-z0-9_]/-}}.json
