@@ -76,17 +76,17 @@ program() {
 	install -d "$stage/${2%/*}"
 	strip --strip-unneeded --remove-section=.comment --remove-section=.note -o "$stage/$2" "$1"
 	chmod "$([ "${2#usr/sbin/}" != "$2" ] && echo 0755 || echo 0644)" "$stage/$2"
-	case "$2" in
-	usr/sbin/*)
-		install -d "$stage/usr/share/man/man8"
-		gzip -9n <"$here/deb/${2##*/}.8" >"$stage/usr/share/man/man8/${2##*/}.8.gz"
-		;;
-	esac
+	case "$2" in usr/sbin/*) manpage "${2##*/}.8" ;; esac
 	[ -z "${3:-}" ] || {
 		install -d "$stage/usr/share/lintian/overrides"
 		printf '# static: the test initramfs, which has no C library, runs this binary too\n%s: statically-linked-binary [%s]\n' \
 			"$package" "$2" >>"$stage/usr/share/lintian/overrides/$package"
 	}
+}
+# manpage NAME.SECTION: guest/deb/NAME.SECTION, compressed, where man finds it.
+manpage() {
+	install -d "$stage/usr/share/man/man${1##*.}"
+	gzip -9n <"$here/deb/$1" >"$stage/usr/share/man/man${1##*.}/$1.gz"
 }
 # docs: what Debian asks of every package, /usr/share/doc/PACKAGE/'s
 # copyright (GPL-2.0, as every source file says) and changelog.
@@ -165,8 +165,7 @@ elif [ "$kind" = dev ]; then
 	install -D -m 0644 "$bin/libforksafe.a" "$stage/$multiarch/libforksafe.a"
 	ln -s libforksafe.so.1 "$stage/$multiarch/libforksafe.so"
 	install -D -m 0644 "$here/deb/libforksafe.pc" "$stage/$multiarch/pkgconfig/libforksafe.pc"
-	install -d "$stage/usr/share/man/man3"
-	gzip -9n <"$here/deb/libforksafe.3" >"$stage/usr/share/man/man3/libforksafe.3.gz"
+	manpage libforksafe.3
 	control "Depends: libforksafe1 (= $version)" "Section: libdevel" "Priority: optional" <<CONTROL
 Description: VM fork signal for user space (development files)
  forksafe.h, the static library, the pkg-config file (libforksafe) and
