@@ -196,7 +196,8 @@ image: deps $(AGENT_DEB) $(OPENSSL_DEB)
 # They include guest/protocol.h, what the agent and the host share.
 AN := snapshot-tests/analyzers
 TOOLS := $(BUILD)/qmp $(BUILD)/agent-call $(BUILD)/rng-exposure $(BUILD)/fork-report \
-	$(BUILD)/wg-detect $(BUILD)/pcap-synth $(BUILD)/forksafe-seed-host $(BUILD)/forksafe-test
+	$(BUILD)/wg-detect $(BUILD)/pcap-synth $(BUILD)/forksafe-seed-host $(BUILD)/forksafe-test \
+	$(BUILD)/net-test
 tools: $(TOOLS)
 
 HOST := $(CC) $(HOST_CFLAGS) -Iguest
@@ -219,6 +220,10 @@ $(BUILD)/forksafe-seed-host: guest/seed.c $(SEED_LIBS) | $(BUILD)
 # libforksafe's own tests, sanitized, against a file laid out like the device.
 $(BUILD)/forksafe-test: guest/forksafe_test.c guest/forksafe.c guest/sha256.c guest/forksafe.h guest/sha256.h guest/fake_vmgenid.h | $(BUILD)
 	$(HOST) -o $@ $(filter %.c,$^)
+
+# The agent's sink, sanitized, fed over loopback (guest/net_test.c).
+$(BUILD)/net-test: guest/net_test.c guest/net.c guest/genid.c guest/net.h guest/genid.h guest/clock.h | $(BUILD)
+	$(HOST) -pthread -o $@ $(filter %.c,$^)
 
 # forksafe-openssl, the OpenSSL 3 provider (guest/openssl-provider.c): what
 # guests install, and a sanitized build of it for its host tests.

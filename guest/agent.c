@@ -681,11 +681,12 @@ static int cmd_stream(const char *args)
 	return 0;
 }
 
-/* "sink start PORT" | "sink stat" */
+/* "sink start PORT" | "sink stat" | "sink reset" | "sink runs" */
 static int cmd_sink(const char *args)
 {
-	uint64_t received, max_seq, last_seq;
-	unsigned int port;
+	uint64_t received, max_seq, last_seq, switches, dropped;
+	static struct sink_run runs[SINK_RUNS];
+	unsigned int port, n, i;
 	char err[256];
 	int rc;
 
@@ -694,6 +695,20 @@ static int cmd_sink(const char *args)
 		if (rc)
 			reply("error=%s", err);
 		return rc;
+	}
+	if (!strcmp(args, "reset")) {
+		sink_reset();
+		return 0;
+	}
+	if (!strcmp(args, "runs")) {
+		n = sink_runs(runs, SINK_RUNS, &switches, &dropped);
+		reply("switches=%llu", (unsigned long long)switches);
+		reply("runs_dropped=%llu", (unsigned long long)dropped);
+		for (i = 0; i < n; i++)
+			reply("run=%08x %llu %llu %llu", runs[i].sender, (unsigned long long)runs[i].count,
+			      (unsigned long long)runs[i].first_ns / 1000,
+			      (unsigned long long)runs[i].last_ns / 1000);
+		return 0;
 	}
 	if (strcmp(args, "stat"))
 		return -EINVAL;

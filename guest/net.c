@@ -18,6 +18,7 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include "clock.h"
+#include "genid.h"
 #include "net.h"
 
 /* ---- running ip and wg -------------------------------------------------- */
@@ -58,23 +59,26 @@ int net_run(char *const argv[], char *out, size_t outlen)
 
 #define MAX_STREAMS 4
 
-struct datagram {
-	uint64_t seq;
-	uint64_t mono_ns;
-	unsigned char random[16];
-};
-
 struct stream {
 	char name[16];
 	pthread_t tid;
 	int fd;
 	struct sockaddr_in dst;
 	unsigned int interval_us;
+	const volatile uint8_t *genid;
 	atomic_int running;
 	atomic_uint_least64_t sent, errors;
 };
 
 static struct stream streams[MAX_STREAMS];
+
+static uint32_t stream_sender(const volatile uint8_t *genid)
+{
+	uint8_t g[GENID_LEN];
+
+	genid_read(genid, g);
+	return (uint32_t)g[12] << 24 | (uint32_t)g[13] << 16 | (uint32_t)g[14] << 8 | g[15];
+}
 
 static void *stream_loop(void *arg)
 {
@@ -85,6 +89,7 @@ static void *stream_loop(void *arg)
 	clock_gettime(CLOCK_MONOTONIC, &next);
 	while (atomic_load(&s->running)) {
 		d.mono_ns = mono_ns();
+		d.sender = s->genid ? stream_sender(s->genid) : 0;
 		if (getrandom(d.random, sizeof(d.random), 0) != sizeof(d.random))
 			memset(d.random, 0, sizeof(d.random));
 		if (sendto(s->fd, &d, sizeof(d), 0, (struct sockaddr *)&s->dst, sizeof(s->dst)) < 0)
@@ -149,6 +154,9 @@ int stream_start(const char *name, const char *dst, unsigned int port,
 		return -errno;
 	}
 	s->interval_us = interval_us;
+	/* No ID (no vmgenid device, no /dev/mem): the datagrams say sender 0. */
+	s->genid = genid_map(err, errlen);
+	err[0] = '\0';
 	atomic_store(&s->running, 1);
 	if (pthread_create(&s->tid, NULL, stream_loop, s)) {
 		close(s->fd);
@@ -253,11 +261,48 @@ int tcp_isn(unsigned int port, uint32_t *isn, uint64_t *realtime_ns, char *err, 
 
 /* ---- the sink ----------------------------------------------------------- */
 
+/*
+ * Besides counting, the sink keeps who sent what, in order: each run of
+ * datagrams from one sender (stream_sender()) with its first and last
+ * arrival, so that a peer talking to two clones of one VM shows which one
+ * it heard, for how long, and how often it went from one to the other.
+ * "sink reset" starts the runs (and their clock) over.
+ */
 static struct {
 	int fd;
 	pthread_t tid;
 	atomic_uint_least64_t received, max_seq, last_seq;
-} sink = { .fd = -1 };
+	pthread_mutex_t lock;
+	uint64_t t0_ns, switches, runs_dropped;
+	unsigned int nruns;
+	struct sink_run runs[SINK_RUNS];
+} sink = { .fd = -1, .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static void sink_note(uint32_t sender, uint64_t now)
+{
+	struct sink_run *r;
+
+	pthread_mutex_lock(&sink.lock);
+	r = sink.nruns ? &sink.runs[sink.nruns - 1] : NULL;
+	if (r && r->sender == sender) {
+		r->count++;
+		r->last_ns = now - sink.t0_ns;
+	} else {
+		if (r)
+			sink.switches++;
+		if (sink.nruns < SINK_RUNS) {
+			r = &sink.runs[sink.nruns++];
+			*r = (struct sink_run){ sender, 1, now - sink.t0_ns, now - sink.t0_ns };
+		} else {
+			/* The last slot takes every later run, counted as dropped. */
+			r->sender = sender;
+			r->count = 1;
+			r->first_ns = r->last_ns = now - sink.t0_ns;
+			sink.runs_dropped++;
+		}
+	}
+	pthread_mutex_unlock(&sink.lock);
+}
 
 static void *sink_loop(void *arg)
 {
@@ -273,6 +318,7 @@ static void *sink_loop(void *arg)
 		max = atomic_load(&sink.max_seq);
 		if (d.seq > max)
 			atomic_store(&sink.max_seq, d.seq);
+		sink_note(d.sender, mono_ns());
 	}
 	return NULL;
 }
@@ -285,6 +331,7 @@ int sink_start(unsigned int port, char *err, size_t errlen)
 		snprintf(err, errlen, "the sink is already running");
 		return -EBUSY;
 	}
+	sink_reset();
 	sink.fd = socket(AF_INET, SOCK_DGRAM, 0);
 	if (sink.fd < 0 || bind(sink.fd, (struct sockaddr *)&a, sizeof(a))) {
 		snprintf(err, errlen, "udp port %u: %s", port, strerror(errno));
@@ -305,4 +352,27 @@ void sink_stat(uint64_t *received, uint64_t *max_seq, uint64_t *last_seq)
 	*received = atomic_load(&sink.received);
 	*max_seq = atomic_load(&sink.max_seq);
 	*last_seq = atomic_load(&sink.last_seq);
+}
+
+void sink_reset(void)
+{
+	pthread_mutex_lock(&sink.lock);
+	sink.t0_ns = mono_ns();
+	sink.switches = 0;
+	sink.runs_dropped = 0;
+	sink.nruns = 0;
+	pthread_mutex_unlock(&sink.lock);
+}
+
+unsigned int sink_runs(struct sink_run *runs, unsigned int max, uint64_t *switches, uint64_t *dropped)
+{
+	unsigned int n;
+
+	pthread_mutex_lock(&sink.lock);
+	n = sink.nruns < max ? sink.nruns : max;
+	memcpy(runs, sink.runs, n * sizeof(*runs));
+	*switches = sink.switches;
+	*dropped = sink.runs_dropped;
+	pthread_mutex_unlock(&sink.lock);
+	return n;
 }

@@ -14,8 +14,23 @@
 int net_run(char *const argv[], char *out, size_t outlen);
 
 /*
+ * What a stream sends and a sink counts.  Two clones of one VM share its
+ * address, port and WireGuard key: only the datagram itself can say which
+ * of them sent it, so each carries the last four bytes of the sender's live
+ * generation ID, read as it is sent.
+ */
+struct datagram {
+	uint64_t seq;
+	uint64_t mono_ns;
+	uint32_t sender;
+	unsigned char random[12];
+};
+
+/*
  * Every interval_us microseconds, one datagram to dst:port carrying a
- * sequence number, CLOCK_MONOTONIC and 16 random bytes, so that two clones
+ * sequence number, CLOCK_MONOTONIC, the sender (the last four bytes of its
+ * live generation ID, as big-endian number: the last 8 hex digits of the
+ * GUID's string; 0 without one) and 12 random bytes, so that two clones
  * sending the same sequence number still send different plaintexts.
  */
 int stream_start(const char *name, const char *dst, unsigned int port,
@@ -33,8 +48,25 @@ int stream_stat(const char *name, uint64_t *sent, uint64_t *errors);
  */
 int tcp_isn(unsigned int port, uint32_t *isn, uint64_t *realtime_ns, char *err, size_t errlen);
 
-/* Counts datagrams arriving on a UDP port. */
+/* Counts datagrams arriving on a UDP port, and who sent them in turn. */
 int sink_start(unsigned int port, char *err, size_t errlen);
 void sink_stat(uint64_t *received, uint64_t *max_seq, uint64_t *last_seq);
+
+/* A run of datagrams from one sender; times in ns since the last reset. */
+#define SINK_RUNS 256
+struct sink_run {
+	uint32_t sender;
+	uint64_t count, first_ns, last_ns;
+};
+
+/* Starts the runs (and their clock) over; the counts above go on. */
+void sink_reset(void);
+
+/*
+ * Copies up to max runs, oldest first; switches counts the changes of
+ * sender, dropped the runs that found every slot taken (the last run then
+ * stands for the latest of them).
+ */
+unsigned int sink_runs(struct sink_run *runs, unsigned int max, uint64_t *switches, uint64_t *dropped);
 
 #endif
