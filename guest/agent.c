@@ -634,6 +634,48 @@ static int cmd_wg_show(const char *args)
 }
 
 /*
+ * "kmsg TEXT": how many kernel log records hold TEXT, and the last
+ * KMSG_KEEP of them as "line=" (their text only).  The log is read through
+ * /dev/kmsg from its oldest record to the newest, without waiting; a
+ * record overwritten while being read is skipped (EPIPE).
+ */
+#define KMSG_KEEP 32
+static int cmd_kmsg(const char *args)
+{
+	static char kept[KMSG_KEEP][256], rec[8192];
+	unsigned long n = 0, i;
+	ssize_t len;
+	char *text;
+	int fd;
+
+	if (!*args)
+		return -EINVAL;
+	fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK);
+	if (fd < 0) {
+		reply("error=/dev/kmsg: %s", strerror(errno));
+		return -errno;
+	}
+	for (;;) {
+		len = read(fd, rec, sizeof(rec) - 1);
+		if (len < 0 && errno == EPIPE)
+			continue;
+		if (len <= 0)
+			break;
+		rec[len] = '\0';
+		text = strchr(rec, ';');
+		if (!text || !strstr(text + 1, args))
+			continue;
+		text[1 + strcspn(text + 1, "\n")] = '\0';
+		snprintf(kept[n++ % KMSG_KEEP], sizeof(kept[0]), "%s", text + 1);
+	}
+	close(fd);
+	reply("count=%lu", n);
+	for (i = n > KMSG_KEEP ? n - KMSG_KEEP : 0; i < n; i++)
+		reply("line=%s", kept[i % KMSG_KEEP]);
+	return 0;
+}
+
+/*
  * "sh PATH": run a shell script the host packed into the initramfs (a
  * network of many WireGuard peers is a script, not a command per peer);
  * its output back as "out=" lines.
@@ -800,6 +842,7 @@ static const struct command {
 	{ "gpe", cmd_gpe },
 	{ "clock", cmd_clock },
 	{ "tcp-isn", cmd_tcp_isn },
+	{ "kmsg", cmd_kmsg },
 	{ "sh", cmd_sh },
 	{ "stream", cmd_stream },
 	{ "sink", cmd_sink },

@@ -5,11 +5,13 @@
 #   working  every clone had an initiation answered and the peer received
 #            its datagrams: how long after its first heartbeat the first
 #            answer came, and how many of its initiations went unanswered
-#   down     a clone did not: why, from its wire: "refused" (it
-#            initiated, the peer answered none; and from the peer's own
-#            view, where the row has it, that it took no handshake),
-#            "never initiated", or "no data" (an answer but nothing
-#            delivered)
+#   down     a clone did not: why, from its wire and the peer's view:
+#            "refused" (it initiated, the peer answered none; where the
+#            row has the peer's log, the peer logged them invalid: a
+#            timestamp not later than the last it took from the key),
+#            "lost" (it initiated, and the peer logged none of them,
+#            taken or invalid: they never reached it), "never
+#            initiated", or "no data" (an answer but nothing delivered)
 #   error    the row's own error, no clone, or a clone that sent nothing
 #            at all (its stream never ran: the row could not tell)
 # Whether the new session is post-fork is fork_wireguard's to judge; here
@@ -23,8 +25,13 @@ def working: .first_answer_us >= 0 and .delivered > 0;
 def cause:
 	if working then "\(.name) working \(.first_answer_us | ms) ms after the resume\(refused)"
 	elif .initiations == 0 then "\(.name) never initiated"
+	elif .first_answer_us < 0 and .peer_invalid_initiations == 0 and .peer_taken_initiations == 0 then
+		"\(.name) lost: \(plural(.initiations; "initiation")), none answered, none in the peer's log"
 	elif .first_answer_us < 0 then "\(.name) refused: \(plural(.initiations; "initiation")), none answered\(
-		if .peer_took_handshake == false then ", the peer took no handshake" else "" end)"
+		if .peer_took_handshake == false then ", the peer took no handshake" else "" end)\(
+		if .peer_invalid_initiations > 0 then
+			", the peer logged \(plural(.peer_invalid_initiations; "invalid initiation")) (a timestamp not later than the last it took)"
+		else "" end)"
 	else "\(.name) no data: an answer at \(.first_answer_us | ms) ms, \(.delivered) datagrams delivered" end;
 .result.clones as $c |
 if .error then "error: \(.error)"
