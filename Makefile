@@ -13,8 +13,9 @@
 #   make crowd        CLONES=16 clones of one snapshot running at once
 #   make wg-scale     a VM with PEERS="1 10 50 200" WireGuard peers, forked
 #   make wg-deploy    WireGuard clones after live snapshots (the original ran on
-#                     LIVE="0 10 130" s) and with clocks BEHIND="1 60 3600" s,
-#                     with and without the fork hooks that step them
+#                     LIVE="0 10 130" s), with clocks BEHIND="1 60 3600" s and
+#                     side by side with one key for BOTH="20" s, with and
+#                     without the fork hooks that step their clocks
 #   make check        build everything and run snapshot-tests/ (KTAP)
 #                     TESTS="boot_vmgenid ..." a subset
 # Developers:
@@ -331,9 +332,10 @@ wg-scale: deps
 
 LIVE ?= 0 10 130
 BEHIND ?= 1 60 3600
+BOTH ?= 20
 wg-deploy: deps
 	@$(MAKE) --no-print-directory kernels guest tools
-	@snapshot-tests/drivers/wg-deploy.sh --live "$(LIVE)" --behind "$(BEHIND)" \
+	@snapshot-tests/drivers/wg-deploy.sh --live "$(LIVE)" --behind "$(BEHIND)" --both "$(BOTH)" \
 		--clones "$(if $(filter command line environment,$(origin CLONES)),$(CLONES),2)"
 
 # CLONES here defaults to 16 clones at once.

@@ -3,7 +3,8 @@
 # rng-exposure and fork-report read small hand-made recordings, wg-detect
 # small hand-made captures, cold-report.jq hand-made cold-clone rows,
 # wg-sibling.jq hand-made sibling rows, tcp-secret.jq hand-made TCP
-# secret rows, wg-clock.jq hand-made clock rows
+# secret rows, wg-clock.jq hand-made clock rows, wg-both.jq hand-made rows
+# of clones side by side
 # (snapshot-tests/analyzers/kat/, whose README
 # says what each case is and how it is written), and every figure and
 # verdict worked out by hand beside them is asserted exactly: a counter
@@ -125,6 +126,7 @@ for dir in "$KAT"/cold/*/; do cold_case "${dir%/}"; done
 for dir in "$KAT"/sibling/*/; do verdict_case "${dir%/}" wg-sibling.jq; done
 for dir in "$KAT"/tcp/*/; do verdict_case "${dir%/}" tcp-secret.jq; done
 for dir in "$KAT"/clock/*/; do verdict_case "${dir%/}" wg-clock.jq; done
+for dir in "$KAT"/both/*/; do verdict_case "${dir%/}" wg-both.jq; done
 
 # A row that failed before the analyzer ran still names its shape, its crng
 # state and the kernel parameters it booted with.

@@ -3,7 +3,8 @@
 # a browser shows with a picture of every row.  Rows are made from the
 # known-answer inputs (analyzers/kat/): RNG rows of two kernels in one cell
 # and one of another shape, a WireGuard row, a clock row of make wg-deploy
-# (its time to a working tunnel marked); the page is rendered by
+# (its time to a working tunnel marked) and one of its rows of clones side
+# by side (a bar per run of datagrams the peer heard); the page is rendered by
 # headless Chromium, whose DOM must name every row under a picture, and
 # whose screenshot must hold more than a blank page's.  No QEMU.
 set -euo pipefail
@@ -14,7 +15,7 @@ BROWSER_TIMEOUT=60
 
 command -v jq >/dev/null || t_skip "jq is missing: run 'make deps'"
 command -v chromium >/dev/null || t_skip "chromium is missing: run 'make deps'"
-t_plan 9
+t_plan 10
 t_check "the host tools build" make --no-print-directory -C "$ROOT" BUILD="$BUILD" tools
 
 # KERNEL CASE: one RNG row, migrate-file.
@@ -31,6 +32,9 @@ kat_wg_row stock "$WORK/wg-fresh/detect.json" "$WORK/wg-control/detect.json" >"$
 # A clock row (make wg-deploy's), judged by wg-clock.jq as the driver does.
 clock=$KAT/clock/working/row.json
 jq --arg v "$(jq -r -f "$ROOT/snapshot-tests/analyzers/wg-clock.jq" "$clock")" '. + {verdict: $v}' "$clock" >"$WORK/row-wg-clock.json"
+# A row of clones side by side, judged by wg-both.jq: 4 runs, 2 per clone.
+both=$KAT/both/all-heard/row.json
+jq --arg v "$(jq -r -f "$ROOT/snapshot-tests/analyzers/wg-both.jq" "$both")" '. + {verdict: $v}' "$both" >"$WORK/row-wg-both.json"
 rows=("$WORK"/row-*.json)
 
 # shellcheck disable=SC2016 # expanded by the inner shell
@@ -52,11 +56,13 @@ t_result "$rc" "Chromium renders the page"
 t_eq "a figure per row" "$(grep -o '<figure>' "$WORK/dom.html" | wc -l)" "${#rows[@]}"
 t_eq "a picture in each" "$(grep -o '<svg' "$WORK/dom.html" | wc -l)" "${#rows[@]}"
 t_eq "every row named by kernel and verdict" \
-	"$(grep -oE '<b>(stock|patched)(-6\.12)?</b>: (exposure window|fork-safe|exposed|safe|working|down)' "$WORK/dom.html" | sort | tr '\n' ';')" \
-	"<b>patched</b>: fork-safe;<b>patched</b>: fork-safe;<b>patched</b>: working;<b>stock</b>: exposed;<b>stock</b>: exposure window;"
+	"$(grep -oE '<b>(stock|patched)(-6\.12)?</b>: (exposure window|fork-safe|exposed|safe|working|down|all heard)' "$WORK/dom.html" | sort | tr '\n' ';')" \
+	"<b>patched</b>: all heard;<b>patched</b>: fork-safe;<b>patched</b>: fork-safe;<b>patched</b>: working;<b>stock</b>: exposed;<b>stock</b>: exposure window;"
 # Its section, after the other rows, marks each clone's first answer.
 t_eq "the clock row marks when each clone's tunnel worked" \
 	"$(sed -n '/WireGuard clones beside a peer/,$p' "$WORK/dom.html" | grep -oE 'fill=.#ff7f0e' | wc -l)" 2
+t_eq "the row of clones side by side has a bar per run the peer heard" \
+	"$(sed -n '/side by side with one key/,$p' "$WORK/dom.html" | grep -oE 'fill=.#2ca02c' | wc -l)" 4
 t_check "the verdict lines open the page" grep -q 'stock: RNG: not fork-safe' "$WORK/dom.html"
 
 # The screenshot holds more than a blank page: a blank one at this size

@@ -14,7 +14,11 @@
  *    datagrams that reached the peer;
  *  - wg-behind, wg-live: {"clones"}, wg-detect's reports of clones resumed
  *    beside a peer that took later handshakes, and "verdict", the line of
- *    analyzers/wg-clock.jq, which judges them (working, down or error).
+ *    analyzers/wg-clock.jq, which judges them (working, down or error);
+ *  - wg-both: {"clones", "runs", "switches"}, clones alive side by side
+ *    with one key, wg-detect's reports and the runs of one sender the
+ *    peer received, and "verdict", the line of analyzers/wg-both.jq
+ *    (exposed, all heard, some heard, none heard or error).
  *
  * RNG verdicts:
  *   error               the row failed, its reference saw a new GUID, its
@@ -361,23 +365,28 @@ static void judge_wg(struct row *r)
 
 /*
  * Clones resumed beside a peer that took later handshakes than they can
- * send (lib/wg_fork.sh's wg_clock_row: kinds wg-behind and wg-live).
- * analyzers/wg-clock.jq judges them; its line, which the driver puts in
- * the row as "verdict", is taken as it is.
+ * send (lib/wg_fork.sh's wg_clock_row: kinds wg-behind and wg-live), and
+ * clones alive side by side with one key (kind wg-both).  A jq program
+ * judges each (analyzers/wg-clock.jq, analyzers/wg-both.jq); its line,
+ * which the driver puts in the row as "verdict", is taken as it is.
  */
 static int wg_clock_kind(const char *kind)
 {
 	return !strcmp(kind, "wg-behind") || !strcmp(kind, "wg-live");
 }
 
-static void judge_wg_clock(struct row *r)
+static int wg_both_kind(const char *kind)
 {
-	static const char *const verdicts[] = { "working", "down", "error" };
+	return !strcmp(kind, "wg-both");
+}
+
+static void judge_wg_line(struct row *r, const char *const *verdicts, size_t n, const char *jq)
+{
 	const char *line = str(r->json, "verdict");
 	size_t i, len;
 
 	r->clones = array(r->result, "clones");
-	for (i = 0; line && i < sizeof(verdicts) / sizeof(verdicts[0]); i++) {
+	for (i = 0; line && i < n; i++) {
 		len = strlen(verdicts[i]);
 		if (!strncmp(line, verdicts[i], len) && !strncmp(line + len, ": ", 2)) {
 			r->verdict = verdicts[i];
@@ -385,7 +394,21 @@ static void judge_wg_clock(struct row *r)
 			return;
 		}
 	}
-	error_row(r, "row not judged: analyzers/wg-clock.jq gives its verdict, not '%s'", line ? line : "");
+	error_row(r, "row not judged: analyzers/%s gives its verdict, not '%s'", jq, line ? line : "");
+}
+
+static void judge_wg_clock(struct row *r)
+{
+	static const char *const verdicts[] = { "working", "down", "error" };
+
+	judge_wg_line(r, verdicts, sizeof(verdicts) / sizeof(verdicts[0]), "wg-clock.jq");
+}
+
+static void judge_wg_both(struct row *r)
+{
+	static const char *const verdicts[] = { "exposed", "all heard", "some heard", "none heard", "error" };
+
+	judge_wg_line(r, verdicts, sizeof(verdicts) / sizeof(verdicts[0]), "wg-both.jq");
 }
 
 static void judge(struct row *r)
@@ -398,6 +421,8 @@ static void judge(struct row *r)
 		judge_wg(r);
 	else if (wg_clock_kind(r->kind))
 		judge_wg_clock(r);
+	else if (wg_both_kind(r->kind))
+		judge_wg_both(r);
 	else
 		error_row(r, "unknown kind of row");
 }
@@ -1122,12 +1147,62 @@ static void html_wg_title(const struct row *r)
 		html_text(key_str(r, "traffic"));
 	} else if (!strcmp(r->kind, "wg-live")) {
 		printf(", the original ran on %lld s", num(r->json, "live"));
+	} else if (wg_both_kind(r->kind)) {
+		printf(", clones side by side for %lld s", num(r->json, "both"));
 	} else {
 		printf(", the clock %lld s behind", num(r->json, "behind"));
 	}
 	if (step)
 		fputs(!strcmp(step, "hook") ? ", fork hooks" : ", nothing steps the clock", stdout);
 	printf("</h3>\n");
+}
+
+/*
+ * Clones side by side: a lane per clone (and one for any other sender),
+ * each run of datagrams the peer received from it as a bar, on the peer's
+ * clock from its restore.
+ */
+static void html_wg_both_row(const struct row *r)
+{
+	struct json_object *runs = r->result ? array(r->result, "runs") : NULL;
+	size_t i, j, lanes = r->clones ? json_object_array_length(r->clones) + 1 : 0;
+	double span = 1e6, x, w;
+
+	printf("<figure>");
+	html_caption(r);
+	if (!r->clones || !runs) {
+		printf("<p>no runs</p></figure>\n");
+		return;
+	}
+	for (j = 0; j < json_object_array_length(runs); j++)
+		if (num(json_object_array_get_idx(runs, j), "last_us") * 1.05 > span)
+			span = num(json_object_array_get_idx(runs, j), "last_us") * 1.05;
+	printf("<svg xmlns='http://www.w3.org/2000/svg' width='%d' height='%zu'>\n", SVG_W, lanes * LANE_H + 16);
+	for (i = 0; i < lanes; i++) {
+		const char *name = i + 1 < lanes ? str(json_object_array_get_idx(r->clones, i), "name") : NULL;
+
+		printf("<text x='0' y='%zu' font-size='10'>", (i + 1) * LANE_H - 2);
+		html_text(name ? name : "other");
+		printf("</text>");
+		for (j = 0; j < json_object_array_length(runs); j++) {
+			struct json_object *run = json_object_array_get_idx(runs, j);
+			const char *sender = str(run, "sender");
+			size_t k;
+
+			for (k = 0; k + 1 < lanes; k++)
+				if (sender && !strcmp(sender, str(json_object_array_get_idx(r->clones, k), "name")))
+					break;
+			if (k != i)
+				continue;
+			x = LABEL_W + (SVG_W - LABEL_W) * num(run, "first_us") / span;
+			w = (SVG_W - LABEL_W) * (num(run, "last_us") - num(run, "first_us")) / span;
+			printf("<rect x='%.1f' y='%zu' width='%.1f' height='%d' fill='%s'/>", x, i * LANE_H + 1,
+			       w < 1 ? 1 : w, LANE_H - 2, i + 1 < lanes ? "#2ca02c" : "#888");
+		}
+		printf("\n");
+	}
+	svg_axis((int)(lanes * LANE_H) + 2, span, "s after the peer's restore", 1e6);
+	printf("</svg></figure>\n");
 }
 
 static int wg_plain_kind(const char *kind)
@@ -1146,7 +1221,10 @@ static void html_wg_section(const struct row *rows, int n, int (*is_kind)(const 
 		if (!any++)
 			printf("%s<div class='cell'>\n", heading);
 		html_wg_title(&rows[i]);
-		html_wg_row(&rows[i]);
+		if (wg_both_kind(rows[i].kind))
+			html_wg_both_row(&rows[i]);
+		else
+			html_wg_row(&rows[i]);
 		printf("</div>\n");
 	}
 	if (any)
@@ -1162,6 +1240,9 @@ static void html_wg(const struct row *rows, int n)
 			"<h2>WireGuard clones beside a peer that took later handshakes: the time to a working "
 			"tunnel</h2>\n<p>The tunnel works from the first answer to one of the clone's "
 			"initiations (orange) on; " WG_MARKS "</p>\n");
+	html_wg_section(rows, n, wg_both_kind,
+			"<h2>WireGuard clones side by side with one key: whom the peer heard</h2>\n<p>Each bar "
+			"is a run of datagrams the peer received from one clone, on the peer's clock.</p>\n");
 }
 
 static void html(const struct row *rows, int n)

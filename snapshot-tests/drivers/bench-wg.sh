@@ -5,8 +5,7 @@
 #    packets under pre-fork keys, nonce-reuse pairs, and the time from
 #    the resume to the first initiation, the completed handshake and the
 #    first data under the new keys, over the clones;
-#  - both clones alive at once: two clones of one snapshot next to one
-#    peer, each streaming; what reaches the peer;
+#    (clones alive side by side with one key are make wg-deploy's);
 #  - cost: datagrams per second through the tunnel between two guests,
 #    --rounds rounds (default 5) of --ms ms, stock and patched alternating;
 #    and instructions per datagram on a sending guest that counts
@@ -37,26 +36,6 @@ WG_TRAFFIC="stream idle" wg_rows "$out/bench-wg" "$nclones" stock patched
 	echo "Forks: migrate-file, $nclones clones with a fresh GUID per row, each next to a restore of the peer, $WG_WINDOW_S s each; 2 controls with the original GUID. Times in ms from the resume (the clone's first heartbeat on the wire, every 5 ms), min/median/max (clones where it happened)."
 	"$BUILD/fork-report" "${ROWS[@]}"
 } >"$md.tmp"
-
-# ---- both clones alive at once ----------------------------------------------
-{
-	echo
-	echo "Both clones alive at once: two fresh-GUID clones of one snapshot restored side by side next to one peer, each streaming 100 datagrams/s for $((2 * WG_WINDOW_S)) s (same MAC, address and static key):"
-	echo
-	echo "| kernel | datagrams the peer received | handshakes done (ms after resume, per clone) | pre-fork-key packets (per clone) | nonce-reuse pairs |"
-	echo "| --- | --- | --- | --- | --- |"
-} >>"$md.tmp"
-for k in stock patched; do
-	r=$out/bench-wg/both-$k.json
-	if row_run "$RUN_DIR/both-$k" "$r" "$(row_keys kind=wg-both kernel="$k")" \
-		wg_both_measure "$k" "$(kernel_path "$k")"; then
-		jq -r '.result | "| \(.kernel) | \(.received) of \(.sent) | \([.detect.clones[] | .handshake_us |
-			if . < 0 then "none" else (. / 1000 | floor | tostring) end] | join(", ")) | \(
-			[.detect.clones[].prefork_packets | tostring] | join(", ")) | \(.detect.nonce_reuse_pairs) |"' "$r"
-	else
-		echo "| $k | error: $(jq -r .error "$r") |"
-	fi >>"$md.tmp"
-done
 
 {
 	echo

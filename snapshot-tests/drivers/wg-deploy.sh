@@ -6,6 +6,10 @@
 #  - Clocks that fell behind ("a clone whose clock is behind"): each
 #    clone resumes BEHIND seconds behind the last handshake its peer
 #    accepted, next to a restore of that peer.
+#  - Clones alive side by side with one key ("two clones alive"): the
+#    clones of one snapshot restored together next to one restore of the
+#    peer for BOTH seconds: whom the peer heard, when, how often it went
+#    from one to the other, and whether they reused (key, nonce) pairs.
 # For each kernel with nothing stepping the clock and, where the kernel
 # has a fork signal, with the fork hooks a guest installs (guest/fork.d/:
 # the clock from the RTC, the handshakes started over).  Per row: each
@@ -16,7 +20,8 @@
 # the host's at the end, and why a clone had no tunnel.
 #
 #   wg-deploy.sh [--kernels "patched stock"] [--live "0 10 130"] [--behind "1 60 3600"]
-#                [--clones 2] [--window S] [--out DIR]
+#                [--both "20"] [--clones 2] [--window S] [--out DIR]
+# An empty list leaves its case out (one case at least).
 #
 # The table goes to stdout and DIR/wg-deploy.md, the rows to
 # DIR/wg-deploy/, a page with every clone on a time axis (fork-report -f
@@ -28,16 +33,20 @@ set -euo pipefail
 kernels=$(test_kernels)
 live_list="0 10 130"
 behind_list="1 60 3600"
+both_list=20
 nclones=2
 window=8
 out=${RESULTS:-$FORKSAFE_ROOT/results}
-opts_parse wg-deploy --kernels=kernels --live=live_list --behind=behind_list --clones=nclones --window=window --out=out -- "$@"
-[ -n "$live_list" ] || die "wg-deploy: --live wants at least one number"
+opts_parse wg-deploy --kernels=kernels --live=live_list --behind=behind_list --both=both_list \
+	--clones=nclones --window=window --out=out -- "$@"
+[ -n "$live_list$behind_list$both_list" ] || die "wg-deploy: --live, --behind and --both are all empty: no case to run"
 for l in $live_list; do
 	case "$l" in 0) ;; '' | *[!0-9]* | 0*) die "wg-deploy: --live wants whole numbers of seconds, not '$l'" ;; esac
 done
-# shellcheck disable=SC2086 # a list of words
-opts_counts wg-deploy --behind $behind_list
+# shellcheck disable=SC2086 # lists of words
+[ -z "$behind_list" ] || opts_counts wg-deploy --behind $behind_list
+# shellcheck disable=SC2086
+[ -z "$both_list" ] || opts_counts wg-deploy --both $both_list
 opts_counts wg-deploy --clones "$nclones"
 opts_counts wg-deploy --window "$window"
 # shellcheck disable=SC2086
@@ -52,9 +61,12 @@ steps() { if [ "$(kernel_role "$1")" = patched ]; then echo none hook; else echo
 
 rows=()
 for k in $kernels; do
-	for case in live behind; do
-		list=$live_list
-		[ "$case" = live ] || list=$behind_list
+	for case in live behind both; do
+		case "$case" in
+		live) list=$live_list ;;
+		behind) list=$behind_list ;;
+		both) list=$both_list ;;
+		esac
 		for secs in $list; do
 			for step in $(steps "$k"); do
 				rows+=("$out/wg-deploy/$k-$case-$secs-$step.json")
@@ -75,8 +87,8 @@ table() {
 		[ "$(jq -r .kind "$r")" != "wg-$1" ] || of+=("$r")
 	done
 	set -- "${of[@]}"
-	echo "| kernel | $what | clock stepped by | verdict | first answer to an initiation (ms, per clone) | datagrams the peer received | initiations (unanswered) | pre-fork-key packets | clock behind the host's at the end (s) |"
-	echo "|---|---|---|---|---|---|---|---|---|"
+	echo "| kernel | $what | clock stepped by | verdict | first answer to an initiation (ms, per clone) | datagrams the peer received | initiations (unanswered) | the peer's log: initiations taken, invalid | pre-fork-key packets | clock behind the host's at the end (s) |"
+	echo "|---|---|---|---|---|---|---|---|---|---|"
 	for r in "$@"; do
 		verdict=$(wg_clock_verdict "$r")
 		[ "${verdict%%:*}" != error ] || errors=$((errors + 1))
@@ -84,9 +96,10 @@ table() {
 			def each(f): [.result.clones[] | f] | map(tostring) | join(", ");
 			"| \(.kernel) | \(if .live != null then "\(.live)\(if .result.original_rekeyed then ", rekeyed" else "" end)" else .behind end) | " +
 			"\(if .step == "hook" then "fork hooks" else "nothing" end) | " +
-			if .error or ($v | startswith("error")) then "\($v) ||||||" else
+			if .error or ($v | startswith("error")) then "\($v) |||||||" else
 			"\($v | split(":")[0]) | \(each(if .first_answer_us >= 0 then .first_answer_us / 1000 | floor else "never" end)) | \(each(.delivered)) | " +
-			"\(each("\(.initiations) (\(.unanswered_initiations))")) | \(each(.prefork_packets)) | \(each(.behind_end_s)) |" end' "$r"
+			"\(each("\(.initiations) (\(.unanswered_initiations))")) | \(each("\(.peer_taken_initiations), \(.peer_invalid_initiations)")) | " +
+			"\(each(.prefork_packets)) | \(each(.behind_end_s)) |" end' "$r"
 	done
 	echo
 	echo "Why, per row:"
@@ -96,32 +109,72 @@ table() {
 	done
 }
 
+# table_both: the rows of clones side by side.
+table_both() {
+	local r verdict
+	echo "| kernel | side by side (s) | clock stepped by | verdict | first answer to an initiation (ms, per clone) | datagrams sent, and received by the peer (per clone) | initiations (unanswered) | the peer's log: initiations taken, invalid (all clones) | the peer switched clones | pre-fork-key packets | nonce-reuse pairs |"
+	echo "|---|---|---|---|---|---|---|---|---|---|---|"
+	for r in "${rows[@]}"; do
+		[ "$(jq -r .kind "$r")" = wg-both ] || continue
+		verdict=$(wg_both_verdict "$r")
+		[ "${verdict%%:*}" != error ] || errors=$((errors + 1))
+		jq -r --arg v "$verdict" '
+			def each(f): [.result.clones[] | f] | map(tostring) | join(", ");
+			"| \(.kernel) | \(.both) | \(if .step == "hook" then "fork hooks" else "nothing" end) | " +
+			if .error or ($v | startswith("error")) then "\($v) ||||||||" else
+			"\($v | split(":")[0]) | \(each(if .first_answer_us >= 0 then .first_answer_us / 1000 | floor else "never" end)) | " +
+			"\(each("\(.sent) / \(.delivered)")) | \(each("\(.initiations) (\(.unanswered_initiations))")) | " +
+			"\(.result.peer_taken_initiations), \(.result.peer_invalid_initiations) | \(.result.switches) | \(each(.prefork_packets)) | \(.result.nonce_reuse_pairs) |" end' "$r"
+	done
+	echo
+	echo "Why, per row:"
+	echo
+	for r in "${rows[@]}"; do
+		[ "$(jq -r .kind "$r")" = wg-both ] || continue
+		echo "- $(jq -r '"\(.kernel), \(.both) s side by side, \(if .step == "hook" then "fork hooks" else "no step" end)"' "$r"): $(wg_both_verdict "$r")"
+	done
+}
+
 {
 	echo "## WireGuard clones as operators make them (make wg-deploy)"
 	echo
 	echo "migrate-file, 1 vCPU, $nclones fresh-GUID clones per row, each streaming 100 datagrams/s through the tunnel for $window s. Times: ms from the clone's first heartbeat. \"fork hooks\": guest/fork.d/ run by forksafe-hooks on /dev/vmgenid (only a patched kernel has it). QEMU's RTC follows the host's clock."
-	echo
-	echo "### Live snapshots"
-	echo
-	echo "The original runs on after its snapshot, streaming to its live peer, for the row's seconds of its own clock (\"rekeyed\": it made a new handshake meanwhile); then it stops and the clones take its place next to that peer, one after another."
-	echo
-	table live "original ran on (s)"
-	echo
-	echo "### Clocks behind"
-	echo
-	echo "Each clone's wall clock resumes the row's seconds behind the last handshake its peer accepted; each clone runs next to a restore of the peer."
-	echo
-	table behind "behind (s)"
+	if [ -n "$live_list" ]; then
+		echo
+		echo "### Live snapshots"
+		echo
+		echo "The original runs on after its snapshot, streaming to its live peer, for the row's seconds of its own clock (\"rekeyed\": it made a new handshake meanwhile); then it stops and the clones take its place next to that peer, one after another."
+		echo
+		table live "original ran on (s)"
+	fi
+	if [ -n "$behind_list" ]; then
+		echo
+		echo "### Clocks behind"
+		echo
+		echo "Each clone's wall clock resumes the row's seconds behind the last handshake its peer accepted; each clone runs next to a restore of the peer."
+		echo
+		table behind "behind (s)"
+	fi
+	if [ -n "$both_list" ]; then
+		echo
+		echo "### Two clones alive with one key"
+		echo
+		echo "The clones of one snapshot restored one after another next to one restore of the peer and left side by side for the row's seconds, all streaming: one static key, address, port and MAC. Each datagram names its sender (the tail of its live GUID); the peer's sink keeps the runs of one sender in order. \"Switched\": how often the next datagram the peer received came from another sender than the last."
+		echo
+		table_both
+	fi
 } >"$out/wg-deploy.md.tmp"
 mv "$out/wg-deploy.md.tmp" "$out/wg-deploy.md"
 cat "$out/wg-deploy.md"
 
-# The page: each row with wg-clock.jq's line as its verdict, every clone
-# on a time axis from its resume to its tunnel working.
+# The page: each row with its jq program's line as its verdict, every
+# clone on a time axis (from its resume to its tunnel working; side by
+# side, the runs the peer heard from it).
 judged=()
 for r in "${rows[@]}"; do
 	judged+=("${r%.json}.judged.json")
-	jq --arg v "$(wg_clock_verdict "$r")" '. + {verdict: $v}' "$r" >"${judged[-1]}"
+	if [ "$(jq -r .kind "$r")" = wg-both ]; then v=$(wg_both_verdict "$r"); else v=$(wg_clock_verdict "$r"); fi
+	jq --arg v "$v" '. + {verdict: $v}' "$r" >"${judged[-1]}"
 done
 "$BUILD/fork-report" -f html "${judged[@]}" >"$out/wg-deploy.html.tmp"
 mv "$out/wg-deploy.html.tmp" "$out/wg-deploy.html"

@@ -30,7 +30,8 @@
 #
 # TRAFFIC "behind" streams as "stream" does, with the VM's wall clock set
 # behind its last handshake before the snapshot; "live" lets the VM run on
-# after a live snapshot (wg_clock_row makes both).
+# after a live snapshot; "both" restores clones side by side
+# (wg_clock_row makes the three).
 #
 #   wg_rows, wg_row KERNEL_NAME TRAFFIC CLONES OUT.json (in the parent)
 #   wg_measure KERNEL_NAME KERNEL TRAFFIC CLONES (in the row's child)
@@ -85,6 +86,7 @@ wg_measure() {
 	sibling) wg_sibling_measure "$kernel" "$nclones" "$dir"; return ;;
 	behind) wg_clock_measure "$kernel" "$nclones" "$dir"; return ;;
 	live) wg_live_measure "$kernel" "$nclones" "$dir"; return ;;
+	both) wg_both_measure "$kernel" "$nclones" "$dir"; return ;;
 	esac
 	for set in fresh control; do
 		n=$nclones
@@ -161,11 +163,12 @@ WG_VM_VCPUS=1
 wg_snapshot() {
 	local kname=$1 kernel=$2 traffic=$3 dir=$4 shape=${5:-} tag="wg $1 $3"
 	local -a hooks=()
-	case "$traffic:$WG_CLOCK_STEP" in behind:hook | live:hook) hooks=(--append "forksafe.hooks=$WG_FORK_HOOKS") ;; esac
+	case "$traffic:$WG_CLOCK_STEP" in behind:hook | live:hook | both:hook) hooks=(--append "forksafe.hooks=$WG_FORK_HOOKS") ;; esac
 	mkdir -p "$dir/peer" "$dir/vm"
 	wg_switch "${dir##*/}"
 	progress "$tag: booting the peer and the VM"
-	snap_boot migrate-file peer "$kernel" 1 "$dir/peer" --guid "$WG_PEER_GUID" "${WG_NETS[@]:0:2}"
+	snap_boot migrate-file peer "$kernel" 1 "$dir/peer" --guid "$WG_PEER_GUID" "${WG_NETS[@]:0:2}" \
+		--append "$WG_PEER_DYNDBG"
 	snap_boot migrate-file vm "$kernel" "$WG_VM_VCPUS" "$dir/vm" --guid "$WG_VM_GUID" "${WG_NETS[@]:2:2}" \
 		--pcap "$dir/orig.pcap" "${hooks[@]}"
 	wg_tunnel peer vm
@@ -177,11 +180,14 @@ wg_snapshot() {
 	wg_stream vm data "$WG_STREAM_US"
 	wait_until "$WG_HANDSHAKE_TIMEOUT" wg_handshaken vm ||
 		die "the tunnel did not come up: no handshake in ${WG_HANDSHAKE_TIMEOUT}s"
+	# The peer's log must show the handshake it just took, or it is blind.
+	[ "$(wg_peer_log peer | jq .taken)" -ge 1 ] ||
+		die "the peer logged no initiation of the tunnel's handshake: WireGuard's debug messages are off ($WG_PEER_DYNDBG, CONFIG_DYNAMIC_DEBUG)"
 	sleep "$WG_FLOW_S"
 	[ "$(wg_received peer)" -gt 0 ] || die "nothing came through the tunnel"
 	if [ "$traffic" = sibling ]; then wg_sibling_prepare "$dir"; fi
 	case "$traffic" in
-	stream | behind | live) ;;
+	stream | behind | live | both) ;;
 	masked) guest_call vm gpe "$WG_VMGENID_GPE" disable >/dev/null ;;
 	*) guest_call vm stream stop data >/dev/null ;;
 	esac
@@ -203,6 +209,27 @@ wg_snapshot() {
 	fi
 	snap_save migrate-file vm "$dir/vm"
 	snap_save migrate-file peer "$dir/peer"
+}
+
+# The peer's own view of the VM's initiations: WireGuard's debug messages
+# (CONFIG_DYNAMIC_DEBUG, enabled at boot), read from its kernel log.  The
+# peer knows only the VM, so every initiation it logs is the VM's (or a
+# clone's: they share its address).  An initiation it took is "Receiving
+# handshake initiation"; one that passed the MAC (the sender knows the
+# peer's key) but failed noise's checks is "Invalid handshake initiation":
+# a timestamp not later than the last taken from that key, or a second
+# one within 20 ms.  Neither for an initiation the capture shows sent: it
+# never reached the peer.  net_ratelimit() lets 10 such lines through in
+# 5 s, far above one initiation per 5 s per clone.
+WG_PEER_DYNDBG=wireguard.dyndbg=+p
+
+# wg_peer_log PEER: JSON, the VM's initiations PEER logged so far:
+# {"invalid", "taken"}.
+wg_peer_log() {
+	local invalid taken
+	invalid=$(guest_call "$1" kmsg "Invalid handshake initiation from 10.9.0.2:" | agent_field count)
+	taken=$(guest_call "$1" kmsg "Receiving handshake initiation from peer" | agent_field count)
+	jq -nc --argjson i "$invalid" --argjson t "$taken" '{invalid: $i, taken: $t}'
 }
 
 # wg_hooks_watching GUEST: its forksafe-hooks daemon waits for a fork.
@@ -358,9 +385,11 @@ WG_CLOCK_STEP=${WG_CLOCK_STEP:-none}
 WG_FORK_HOOKS=/etc/forksafe/fork.d
 
 # wg_clock_row KERNEL_NAME CASE SECONDS CLONES OUT.json: a row of kind
-# wg-CASE, judged by wg_clock_verdict: CASE behind, the clones' clocks
-# SECONDS behind (WG_BEHIND_S); live, the original ran on SECONDS after a
-# live snapshot (WG_LIVE_S, below).  WG_CLOCK_STEP says what steps them.
+# wg-CASE: CASE behind, the clones' clocks SECONDS behind (WG_BEHIND_S);
+# live, the original ran on SECONDS after a live snapshot (WG_LIVE_S,
+# below), both judged by wg_clock_verdict; both, the clones side by side
+# for SECONDS (WG_BOTH_S, below), judged by wg_both_verdict.
+# WG_CLOCK_STEP says what steps their clocks.
 wg_clock_row() {
 	local kname=$1 case=$2 secs=$3 nclones=$4 out=$5
 	case "$WG_CLOCK_STEP" in none | hook) ;; *) die "wg clock: WG_CLOCK_STEP=$WG_CLOCK_STEP: none or hook" ;; esac
@@ -368,7 +397,8 @@ wg_clock_row() {
 	case "$case" in
 	behind) export WG_BEHIND_S=$secs ;;
 	live) export WG_LIVE_S=$secs ;;
-	*) die "wg clock: $case: behind or live" ;;
+	both) export WG_BOTH_S=$secs ;;
+	*) die "wg clock: $case: behind, live or both" ;;
 	esac
 	row_run "$RUN_DIR/wg-$kname-$case-$secs-$WG_CLOCK_STEP" "$out" \
 		"$(row_keys kind="wg-$case" kernel="$kname" "$case=$secs" step="$WG_CLOCK_STEP")" \
@@ -387,13 +417,16 @@ wg_clock_back() {
 	at=$(guest_call vm wg-show | agent_field latest_handshake)
 	[ "$at" -gt "$WG_BEHIND_S" ] || die "wg clock: the VM's last handshake ($at) is no time to be behind"
 	guest_call peer wg-show | agent_field latest_handshake >"$1/peer.handshake"
+	wg_peer_log peer >"$1/peer.log.json"
 	guest_call vm clock set "$((at - WG_BEHIND_S))" >/dev/null
 }
 
 # wg_clock_seen CLONE PEER DIR: JSON, how far CLONE's clock is behind the
 # host's now (seconds; the RTC QEMU gives a guest follows the host's
 # clock), whether PEER took a handshake from it (the peer's view: its last
-# handshake moved since the snapshot's), and what CLONE's fork hooks said.
+# handshake moved since the snapshot's), the initiations PEER logged
+# since then (wg_peer_log: "peer_invalid_initiations",
+# "peer_taken_initiations"), and what CLONE's fork hooks said.
 wg_clock_seen() {
 	local clone host before after
 	clone=$(guest_call "$1" clock get | agent_field realtime_s)
@@ -403,7 +436,10 @@ wg_clock_seen() {
 	tr -d '\r' <"$(guest_dir "$1")/console.log" |
 		{ grep -E 'forksafe-hooks: generation [0-9]+: [^:]+: |^(clock|wireguard): ' || true; } |
 		jq -Rs --argjson behind "$((host - clone))" --argjson took "$([ "$after" -gt "$before" ] && echo true || echo false)" \
-			'{behind_end_s: $behind, peer_took_handshake: $took, hooks: split("\n")[:-1]}'
+			--slurpfile l0 "$3/peer.log.json" --argjson l "$(wg_peer_log "$2")" \
+			'{behind_end_s: $behind, peer_took_handshake: $took,
+			  peer_invalid_initiations: ($l.invalid - $l0[0].invalid),
+			  peer_taken_initiations: ($l.taken - $l0[0].taken), hooks: split("\n")[:-1]}'
 }
 
 # wg_clock_measure KERNEL CLONES DIR: CLONES fresh clones, each next to a
@@ -469,6 +505,7 @@ wg_live_measure() {
 	for ((i = 1; i <= nclones; i++)); do
 		progress "wg live ${WG_LIVE_S}s, step $WG_CLOCK_STEP: restoring fresh$i next to the live peer"
 		guest_call peer wg-show | agent_field latest_handshake >"$dir/peer.handshake"
+		wg_peer_log peer >"$dir/peer.log.json"
 		wg_window "$kernel" live fresh "fresh$i" "$dir" peer
 	done
 	wg_clock_result "$dir" "$nclones" \
@@ -477,25 +514,76 @@ wg_live_measure() {
 			'{live_s: $live, step: $step, original_rekeyed: $rekeyed}')"
 }
 
-# wg_both_measure KERNEL_NAME KERNEL: two fresh-GUID clones of one snapshot
-# on the switch next to one restore of the peer, both streaming: the same
-# MAC, address and static key.  result.json: {"kernel", "received" (by the
-# peer), "sent" (by the two clones, at the stream's rate), "detect"
-# (wg-detect's report of both)}.
+# ---- two clones alive with one key ----------------------------------------------
+# Clones restored side by side share the VM's static key, address, port
+# and MAC: the peer can hold a session with one of them at a time, and a
+# switch delivers what the peer sends to whichever clone sent last.  Each
+# datagram names its sender (the last 8 hex digits of its live GUID,
+# guest/net.h), and the peer's sink keeps the runs of datagrams from one
+# sender in order (agent "sink runs"): which clone the peer heard, from
+# when to when, and how often it went from one to the other.  Whether they
+# reused (key, nonce) pairs meanwhile is wg-detect's, across the clones'
+# captures.  WG_CLOCK_STEP as in the clock rows; wg_clock_row CASE both
+# makes the row, wg_both_verdict judges it.
+WG_BOTH_S=${WG_BOTH_S:-20} # the clones side by side: 4 of WireGuard's 5 s retries
+
+# wg_both_verdict ROW.json: one line, "VERDICT: why", by analyzers/wg-both.jq.
+wg_both_verdict() { jq -r -f "$FORKSAFE_ROOT/snapshot-tests/analyzers/wg-both.jq" "$1"; }
+
+# wg_both_runs PEER CLONE...: JSON, the peer sink's runs since its reset,
+# each sender named: a CLONE (by the tail of its GUID), "original" (the
+# snapshot's GUID: sent before the fork) or the tail itself.
+wg_both_runs() {
+	local peer=$1 c names='{}'
+	shift
+	for c in "$@"; do
+		names=$(jq -c --arg t "$(guest_qmp_guid "$c" | tail -c 9)" --arg c "$c" '. + {($t): $c}' <<<"$names")
+	done
+	guest_call "$peer" sink runs | jq -Rs --argjson names "$names" --arg orig "${WG_VM_GUID: -8}" '
+		split("\n")[:-1] | map(capture("^(?<k>[a-z_]+)=(?<v>.*)$")) as $l |
+		{switches: ($l[] | select(.k == "switches") | .v | tonumber),
+		 runs_dropped: ($l[] | select(.k == "runs_dropped") | .v | tonumber),
+		 runs: [$l[] | select(.k == "run") | .v | split(" ") |
+			{sender: ($names[.[0]] // (if .[0] == $orig then "original" else .[0] end)),
+			 count: (.[1] | tonumber), first_us: (.[2] | tonumber), last_us: (.[3] | tonumber)}]}'
+}
+
+# wg_both_measure KERNEL CLONES DIR: CLONES fresh clones restored one after
+# another next to one restore of the peer, side by side for WG_BOTH_S.
+# result.json: wg-detect's report of their captures (matched to the
+# original's sessions), each clone with "delivered" (its datagrams the
+# peer received) and "sent"; the peer's "runs", "switches" and
+# "runs_dropped", and the initiations it logged meanwhile from any clone
+# ("peer_invalid_initiations", "peer_taken_initiations": the clones share
+# an address); "both_s" and "step".
 wg_both_measure() {
-	local kname=$1 kernel=$2 dir=$ROW_DIR before after c
-	wg_snapshot "$kname" "$kernel" stream "$dir"
+	local kernel=$1 nclones=$2 dir=$3 i
+	local -a clones=() pcaps=()
 	wg_restore_peer "$kernel" "$dir" both-peer
-	before=$(wg_received both-peer)
-	for c in a b; do wg_restore "$kernel" "$dir" "both-$c" auto; done
-	sleep "$((2 * WG_WINDOW_S))"
-	after=$(wg_received both-peer)
-	for c in a b; do guest_quit "both-$c"; done
+	guest_call both-peer sink reset >/dev/null
+	wg_peer_log both-peer >"$dir/peer.log.json"
+	for ((i = 1; i <= nclones; i++)); do
+		clones+=("fresh$i") pcaps+=("$dir/fresh$i.pcap")
+		progress "wg both, step $WG_CLOCK_STEP: restoring fresh$i beside the others"
+		wg_restore "$kernel" "$dir" "fresh$i" auto
+	done
+	sleep "$WG_BOTH_S"
+	# Each clone answers (it ran the whole window) before the peer is read.
+	for i in "${clones[@]}"; do guest_call "$i" stream stat data | agent_field sent >"$dir/$i.sent"; done
+	wg_both_runs both-peer "${clones[@]}" >"$dir/runs.json"
+	wg_peer_log both-peer >"$dir/peer.log.end.json"
+	for i in "${clones[@]}"; do guest_quit "$i"; done
 	guest_quit both-peer
-	wg_detect "$dir/detect.json" "$dir/orig.pcap" "$dir/both-a.pcap" "$dir/both-b.pcap" >/dev/null
-	jq --arg k "$kname" --argjson r "$((after - before))" \
-		--argjson s "$((2 * 2 * WG_WINDOW_S * 1000000 / WG_STREAM_US))" \
-		'{kernel: $k, received: $r, sent: $s, detect: .}' "$dir/detect.json" >"$dir/result.json"
+	wg_detect "$dir/both.detect.json" "$dir/orig.pcap" "${pcaps[@]}" >"$dir/both.txt"
+	jq --slurpfile r "$dir/runs.json" --argjson s "$(for i in "${clones[@]}"; do cat "$dir/$i.sent"; done | jq -s .)" \
+		--slurpfile l0 "$dir/peer.log.json" --slurpfile l "$dir/peer.log.end.json" \
+		--argjson both "$WG_BOTH_S" --arg step "$WG_CLOCK_STEP" '
+		$r[0] as $r | {both_s: $both, step: $step,
+			peer_invalid_initiations: ($l[0].invalid - $l0[0].invalid),
+			peer_taken_initiations: ($l[0].taken - $l0[0].taken)} + $r + . +
+		{clones: [.clones | range(0; length) as $i | .[$i] + {sent: $s[$i],
+			delivered: ([$r.runs[] | select(.sender == "fresh\($i + 1)") | .count] | add // 0)}]}' \
+		"$dir/both.detect.json" >"$dir/result.json"
 }
 
 # ---- a fork under load --------------------------------------------------------

@@ -1,0 +1,42 @@
+# The verdict of a WireGuard row of clones alive side by side with one key
+# (lib/wg_fork.sh's wg_both_measure): one line, "VERDICT: why".
+#   exposed    the clones reused (key, nonce) pairs: wg-detect found the
+#              same pair sealed by two of them
+#   all heard  no reuse, and the peer received datagrams from every clone
+#   some heard no reuse, and the peer received nothing from some clones
+#   none heard no reuse, and the peer received nothing from any clone
+#   error      the row's own error, no clone, or a clone that sent nothing
+#              (its stream never ran: the row could not tell)
+# The why names, per clone, what the peer received from it and when
+# (seconds since the peer's restore, from its sink's runs), its first
+# answer or its unanswered initiations, how often the peer went from one
+# sender to another, and, where the row has the peer's log, how many
+# initiations (of any clone: they share an address) it took and refused.
+#   jq -r -f wg-both.jq ROW.json
+def s: . / 1000000 * 10 | floor / 10;
+def plural($n; $word): "\($n) \($word)\(if $n == 1 then "" else "s" end)";
+def clone($r):
+	.name as $n | [$r.runs[] | select(.sender == $n)] as $mine |
+	if .delivered > 0 then
+		"\($n) heard: \(.delivered) datagrams in \(plural($mine | length; "run")), \($mine[0].first_us | s)-\($mine[-1].last_us | s) s" +
+		(if .first_answer_us >= 0 then ", first answer \(.first_answer_us / 1000 | floor) ms after its resume" else ", no answer of its own" end)
+	elif .initiations == 0 then "\($n) not heard, never initiated"
+	elif .first_answer_us < 0 then "\($n) not heard: \(plural(.initiations; "initiation")), none answered"
+	else "\($n) not heard: an answer at \(.first_answer_us / 1000 | floor) ms, nothing delivered" end;
+.result as $r | $r.clones as $c |
+if .error then "error: \(.error)"
+elif ($c | length) == 0 then "error: a row needs clones"
+elif any($c[]; .sent == 0) then
+	"error: \([$c[] | select(.sent == 0) | .name] | join(", ")) sent nothing: its stream never ran"
+else
+	"; the peer switched senders \(plural($r.switches; "time"))\(
+		if $r.peer_taken_initiations != null then
+			", took \(plural($r.peer_taken_initiations; "initiation")) and logged \($r.peer_invalid_initiations) invalid"
+		else "" end)" as $sw |
+	(if $r.runs_dropped > 0 then " (\($r.runs_dropped) runs past the sink's 256 not kept)" else "" end) as $cut |
+	([$c[] | clone($r)] | join("; ")) as $why |
+	if $r.nonce_reuse_pairs > 0 then "exposed: \($r.nonce_reuse_pairs) (key, nonce) pairs sealed by two clones; \($why)\($sw)\($cut)"
+	elif all($c[]; .delivered > 0) then "all heard: \($why)\($sw)\($cut)"
+	elif any($c[]; .delivered > 0) then "some heard: \($why)\($sw)\($cut)"
+	else "none heard: \($why)\($sw)\($cut)" end
+end
