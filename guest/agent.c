@@ -663,16 +663,68 @@ static int cmd_kmsg(const char *args)
 			break;
 		rec[len] = '\0';
 		text = strchr(rec, ';');
-		if (!text || !strstr(text + 1, args))
+		if (!text)
 			continue;
+		/* The text ends at the first newline; the lines after are the record's dictionary. */
 		text[1 + strcspn(text + 1, "\n")] = '\0';
-		snprintf(kept[n++ % KMSG_KEEP], sizeof(kept[0]), "%s", text + 1);
+		if (strstr(text + 1, args))
+			snprintf(kept[n++ % KMSG_KEEP], sizeof(kept[0]), "%s", text + 1);
+	}
+	if (len < 0 && errno != EAGAIN) {
+		reply("error=/dev/kmsg: %s", strerror(errno));
+		close(fd);
+		return -EIO;
 	}
 	close(fd);
 	reply("count=%lu", n);
 	for (i = n > KMSG_KEEP ? n - KMSG_KEEP : 0; i < n; i++)
 		reply("line=%s", kept[i % KMSG_KEEP]);
 	return 0;
+}
+
+/* Writes value to a /proc file; -errno, with the reason said, on failure. */
+static int proc_write(const char *path, const char *value)
+{
+	int fd = open(path, O_WRONLY);
+	ssize_t n = -1;
+
+	if (fd >= 0)
+		n = write(fd, value, strlen(value));
+	if (n != (ssize_t)strlen(value)) {
+		int e = fd < 0 || n < 0 ? errno : EIO;
+
+		reply("error=%s: %s", path, strerror(e));
+		if (fd >= 0)
+			close(fd);
+		return -e;
+	}
+	close(fd);
+	return 0;
+}
+
+/* "sysctl NAME VALUE": VALUE into /proc/sys/NAME (dots for slashes). */
+static int cmd_sysctl(const char *args)
+{
+	char name[128], value[64], path[160];
+	int i;
+
+	if (sscanf(args, "%127s %63s", name, value) != 2)
+		return -EINVAL;
+	for (i = 0; name[i]; i++)
+		if (name[i] == '/' || (name[i] == '.' && name[i + 1] == '.'))
+			return -EINVAL;
+		else if (name[i] == '.')
+			name[i] = '/';
+	snprintf(path, sizeof(path), "/proc/sys/%s", name);
+	return proc_write(path, value);
+}
+
+/* "dyndbg QUERY": a dynamic debug query (CONFIG_DYNAMIC_DEBUG), e.g. "module wireguard +p". */
+static int cmd_dyndbg(const char *args)
+{
+	if (!*args)
+		return -EINVAL;
+	return proc_write("/proc/dynamic_debug/control", args);
 }
 
 /*
@@ -723,12 +775,18 @@ static int cmd_stream(const char *args)
 	return 0;
 }
 
+static void reply_run(const char *key, const struct sink_run *r)
+{
+	reply("%s=%08x %llu %llu %llu", key, r->sender, (unsigned long long)r->count,
+	      (unsigned long long)r->first_ns / 1000, (unsigned long long)r->last_ns / 1000);
+}
+
 /* "sink start PORT" | "sink stat" | "sink reset" | "sink runs" */
 static int cmd_sink(const char *args)
 {
-	uint64_t received, max_seq, last_seq, switches, dropped;
-	static struct sink_run runs[SINK_RUNS];
-	unsigned int port, n, i;
+	uint64_t received, max_seq, last_seq;
+	static struct sink_view v;
+	unsigned int port, i;
 	char err[256];
 	int rc;
 
@@ -743,13 +801,14 @@ static int cmd_sink(const char *args)
 		return 0;
 	}
 	if (!strcmp(args, "runs")) {
-		n = sink_runs(runs, SINK_RUNS, &switches, &dropped);
-		reply("switches=%llu", (unsigned long long)switches);
-		reply("runs_dropped=%llu", (unsigned long long)dropped);
-		for (i = 0; i < n; i++)
-			reply("run=%08x %llu %llu %llu", runs[i].sender, (unsigned long long)runs[i].count,
-			      (unsigned long long)runs[i].first_ns / 1000,
-			      (unsigned long long)runs[i].last_ns / 1000);
+		sink_runs(&v);
+		reply("switches=%llu", (unsigned long long)v.switches);
+		reply("runs_dropped=%llu", (unsigned long long)v.runs_dropped);
+		reply("senders_dropped=%llu", (unsigned long long)v.senders_dropped);
+		for (i = 0; i < v.nsenders; i++)
+			reply_run("sender", &v.senders[i]);
+		for (i = 0; i < v.nruns; i++)
+			reply_run("run", &v.runs[i]);
 		return 0;
 	}
 	if (strcmp(args, "stat"))
@@ -843,6 +902,8 @@ static const struct command {
 	{ "clock", cmd_clock },
 	{ "tcp-isn", cmd_tcp_isn },
 	{ "kmsg", cmd_kmsg },
+	{ "sysctl", cmd_sysctl },
+	{ "dyndbg", cmd_dyndbg },
 	{ "sh", cmd_sh },
 	{ "stream", cmd_stream },
 	{ "sink", cmd_sink },

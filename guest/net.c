@@ -72,6 +72,23 @@ struct stream {
 
 static struct stream streams[MAX_STREAMS];
 
+/* The live ID, mapped once for every stream; NULL (sender 0) without one. */
+static const volatile uint8_t *live_genid;
+static pthread_once_t live_genid_once = PTHREAD_ONCE_INIT;
+
+static void live_genid_map(void)
+{
+	char err[256];
+
+	live_genid = genid_map(err, sizeof(err));
+}
+
+static const volatile uint8_t *stream_genid(void)
+{
+	pthread_once(&live_genid_once, live_genid_map);
+	return live_genid;
+}
+
 static uint32_t stream_sender(const volatile uint8_t *genid)
 {
 	uint8_t g[GENID_LEN];
@@ -154,9 +171,7 @@ int stream_start(const char *name, const char *dst, unsigned int port,
 		return -errno;
 	}
 	s->interval_us = interval_us;
-	/* No ID (no vmgenid device, no /dev/mem): the datagrams say sender 0. */
-	s->genid = genid_map(err, errlen);
-	err[0] = '\0';
+	s->genid = stream_genid();
 	atomic_store(&s->running, 1);
 	if (pthread_create(&s->tid, NULL, stream_loop, s)) {
 		close(s->fd);
@@ -262,44 +277,65 @@ int tcp_isn(unsigned int port, uint32_t *isn, uint64_t *realtime_ns, char *err, 
 /* ---- the sink ----------------------------------------------------------- */
 
 /*
- * Besides counting, the sink keeps who sent what, in order: each run of
- * datagrams from one sender (stream_sender()) with its first and last
- * arrival, so that a peer talking to two clones of one VM shows which one
- * it heard, for how long, and how often it went from one to the other.
- * "sink reset" starts the runs (and their clock) over.
+ * Besides counting, the sink keeps who sent what: per sender
+ * (stream_sender()) its datagrams and its first and last arrival, and in
+ * order each run of datagrams from one sender, so that a peer talking to
+ * two clones of one VM shows which one it heard, for how long, and how
+ * often it went from one to the other.  "sink reset" starts both (and
+ * their clock) over.
  */
 static struct {
 	int fd;
 	pthread_t tid;
 	atomic_uint_least64_t received, max_seq, last_seq;
 	pthread_mutex_t lock;
-	uint64_t t0_ns, switches, runs_dropped;
-	unsigned int nruns;
-	struct sink_run runs[SINK_RUNS];
+	uint64_t t0_ns, switches, runs_dropped, senders_dropped;
+	unsigned int nruns, nsenders;
+	struct sink_run runs[SINK_RUNS], senders[SINK_SENDERS];
 } sink = { .fd = -1, .lock = PTHREAD_MUTEX_INITIALIZER };
 
-static void sink_note(uint32_t sender, uint64_t now)
+/* The sender's total, or NULL when every slot is another's. */
+static struct sink_run *sink_sender(uint32_t sender, uint64_t t)
 {
-	struct sink_run *r;
+	unsigned int i;
+
+	for (i = 0; i < sink.nsenders; i++)
+		if (sink.senders[i].sender == sender)
+			return &sink.senders[i];
+	if (sink.nsenders == SINK_SENDERS)
+		return NULL;
+	sink.senders[sink.nsenders] = (struct sink_run){ sender, 0, t, t };
+	return &sink.senders[sink.nsenders++];
+}
+
+static void sink_note(uint32_t sender)
+{
+	struct sink_run *r, *total;
+	uint64_t t;
 
 	pthread_mutex_lock(&sink.lock);
+	t = mono_ns() - sink.t0_ns;
+	total = sink_sender(sender, t);
+	if (total) {
+		total->count++;
+		total->last_ns = t;
+	} else {
+		sink.senders_dropped++;
+	}
 	r = sink.nruns ? &sink.runs[sink.nruns - 1] : NULL;
 	if (r && r->sender == sender) {
 		r->count++;
-		r->last_ns = now - sink.t0_ns;
+		r->last_ns = t;
 	} else {
 		if (r)
 			sink.switches++;
 		if (sink.nruns < SINK_RUNS) {
 			r = &sink.runs[sink.nruns++];
-			*r = (struct sink_run){ sender, 1, now - sink.t0_ns, now - sink.t0_ns };
 		} else {
 			/* The last slot takes every later run, counted as dropped. */
-			r->sender = sender;
-			r->count = 1;
-			r->first_ns = r->last_ns = now - sink.t0_ns;
 			sink.runs_dropped++;
 		}
+		*r = (struct sink_run){ sender, 1, t, t };
 	}
 	pthread_mutex_unlock(&sink.lock);
 }
@@ -318,7 +354,7 @@ static void *sink_loop(void *arg)
 		max = atomic_load(&sink.max_seq);
 		if (d.seq > max)
 			atomic_store(&sink.max_seq, d.seq);
-		sink_note(d.sender, mono_ns());
+		sink_note(d.sender);
 	}
 	return NULL;
 }
@@ -358,21 +394,20 @@ void sink_reset(void)
 {
 	pthread_mutex_lock(&sink.lock);
 	sink.t0_ns = mono_ns();
-	sink.switches = 0;
-	sink.runs_dropped = 0;
-	sink.nruns = 0;
+	sink.switches = sink.runs_dropped = sink.senders_dropped = 0;
+	sink.nruns = sink.nsenders = 0;
 	pthread_mutex_unlock(&sink.lock);
 }
 
-unsigned int sink_runs(struct sink_run *runs, unsigned int max, uint64_t *switches, uint64_t *dropped)
+void sink_runs(struct sink_view *v)
 {
-	unsigned int n;
-
 	pthread_mutex_lock(&sink.lock);
-	n = sink.nruns < max ? sink.nruns : max;
-	memcpy(runs, sink.runs, n * sizeof(*runs));
-	*switches = sink.switches;
-	*dropped = sink.runs_dropped;
+	v->nruns = sink.nruns;
+	v->nsenders = sink.nsenders;
+	memcpy(v->runs, sink.runs, sink.nruns * sizeof(v->runs[0]));
+	memcpy(v->senders, sink.senders, sink.nsenders * sizeof(v->senders[0]));
+	v->switches = sink.switches;
+	v->runs_dropped = sink.runs_dropped;
+	v->senders_dropped = sink.senders_dropped;
 	pthread_mutex_unlock(&sink.lock);
-	return n;
 }

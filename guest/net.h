@@ -52,21 +52,32 @@ int tcp_isn(unsigned int port, uint32_t *isn, uint64_t *realtime_ns, char *err, 
 int sink_start(unsigned int port, char *err, size_t errlen);
 void sink_stat(uint64_t *received, uint64_t *max_seq, uint64_t *last_seq);
 
-/* A run of datagrams from one sender; times in ns since the last reset. */
-#define SINK_RUNS 256
+/*
+ * Datagrams from one sender: a run of them in a row, or all of them (a
+ * total); times in ns since the last reset.
+ */
 struct sink_run {
 	uint32_t sender;
 	uint64_t count, first_ns, last_ns;
 };
 
-/* Starts the runs (and their clock) over; the counts above go on. */
-void sink_reset(void);
+#define SINK_RUNS 256
+#define SINK_SENDERS 16
 
 /*
- * Copies up to max runs, oldest first; switches counts the changes of
- * sender, dropped the runs that found every slot taken (the last run then
- * stands for the latest of them).
+ * What the sink kept: its runs, oldest first (past SINK_RUNS the last slot
+ * stands for the latest run and runs_dropped counts the others), each
+ * sender's total (past SINK_SENDERS, senders_dropped counts the datagrams
+ * of the others), and switches, the changes of sender.
  */
-unsigned int sink_runs(struct sink_run *runs, unsigned int max, uint64_t *switches, uint64_t *dropped);
+struct sink_view {
+	unsigned int nruns, nsenders;
+	uint64_t switches, runs_dropped, senders_dropped;
+	struct sink_run runs[SINK_RUNS], senders[SINK_SENDERS];
+};
+
+/* Starts the runs and totals (and their clock) over; the counts above go on. */
+void sink_reset(void);
+void sink_runs(struct sink_view *v);
 
 #endif

@@ -16,7 +16,7 @@
 #include <sys/socket.h>
 #include "net.h"
 
-#define PLAN 13
+#define PLAN 17
 
 static int planned, failures;
 static int fd = -1;
@@ -56,9 +56,10 @@ static int settled(void)
 	return 0;
 }
 
-static struct sink_run runs[SINK_RUNS];
+static struct sink_view v;
 
-static int runs_are(const uint32_t *sender, const uint64_t *count, unsigned int n, unsigned int got)
+static int runs_are(const struct sink_run *runs, unsigned int got, const uint32_t *sender,
+		    const uint64_t *count, unsigned int n)
 {
 	unsigned int i;
 
@@ -73,8 +74,7 @@ static int runs_are(const uint32_t *sender, const uint64_t *count, unsigned int 
 
 int main(void)
 {
-	uint64_t switches, dropped;
-	unsigned int n, port, i;
+	unsigned int port, i;
 	char err[256] = "";
 	int rc = -1;
 
@@ -97,27 +97,32 @@ int main(void)
 	send_from(0xbbbb0002, 2, sizeof(struct datagram));
 	send_from(0xaaaa0001, 1, sizeof(struct datagram));
 	check(settled(), "every datagram arrived");
-	n = sink_runs(runs, SINK_RUNS, &switches, &dropped);
-	check(runs_are((uint32_t[]){ 0xaaaa0001, 0xbbbb0002, 0xaaaa0001 }, (uint64_t[]){ 3, 2, 1 }, 3, n),
+	sink_runs(&v);
+	check(runs_are(v.runs, v.nruns, (uint32_t[]){ 0xaaaa0001, 0xbbbb0002, 0xaaaa0001 },
+		       (uint64_t[]){ 3, 2, 1 }, 3),
 	      "A A A B B A: three runs, 3, 2 and 1, senders in order");
-	check(switches == 2 && dropped == 0, "two switches, no run dropped");
-	check(n == 3 && runs[0].first_ns <= runs[1].first_ns && runs[1].last_ns <= runs[2].first_ns,
+	check(v.switches == 2 && v.runs_dropped == 0, "two switches, no run dropped");
+	check(v.nruns == 3 && v.runs[0].first_ns <= v.runs[1].first_ns && v.runs[1].last_ns <= v.runs[2].first_ns,
 	      "the runs' times are in order");
+	check(runs_are(v.senders, v.nsenders, (uint32_t[]){ 0xaaaa0001, 0xbbbb0002 }, (uint64_t[]){ 4, 2 }, 2) &&
+		      v.senders[0].first_ns == v.runs[0].first_ns && v.senders[0].last_ns == v.runs[2].last_ns,
+	      "the totals: A 4 from its first run to its last, B 2");
 
 	send_from(0xcccc0003, 4, sizeof(struct datagram) - 1);
 	send_from(0xaaaa0001, 1, sizeof(struct datagram));
 	check(settled(), "the sink took the whole datagram after the short ones");
-	n = sink_runs(runs, SINK_RUNS, &switches, &dropped);
-	check(n == 3 && runs[2].count == 2 && switches == 2,
+	sink_runs(&v);
+	check(v.nruns == 3 && v.runs[2].count == 2 && v.switches == 2 && v.nsenders == 2,
 	      "a datagram of another size is no sender's: the last run goes on");
 
 	sink_reset();
-	n = sink_runs(runs, SINK_RUNS, &switches, &dropped);
-	check(n == 0 && switches == 0 && dropped == 0, "a reset starts the runs over");
+	sink_runs(&v);
+	check(v.nruns == 0 && v.nsenders == 0 && v.switches == 0 && v.runs_dropped == 0,
+	      "a reset starts the runs and totals over");
 	send_from(0xbbbb0002, 1, sizeof(struct datagram));
 	check(settled(), "datagrams after the reset arrive");
-	n = sink_runs(runs, SINK_RUNS, &switches, &dropped);
-	check(runs_are((uint32_t[]){ 0xbbbb0002 }, (uint64_t[]){ 1 }, 1, n) && switches == 0,
+	sink_runs(&v);
+	check(runs_are(v.runs, v.nruns, (uint32_t[]){ 0xbbbb0002 }, (uint64_t[]){ 1 }, 1) && v.switches == 0,
 	      "after a reset the first run is no switch");
 
 	/* 300 runs: the last slot takes every run past 256. */
@@ -127,11 +132,22 @@ int main(void)
 			settled();
 	}
 	check(settled(), "a flapping peer's datagrams arrive");
-	n = sink_runs(runs, SINK_RUNS, &switches, &dropped);
-	check(n == SINK_RUNS && switches == 299 && dropped == 300 - SINK_RUNS,
+	sink_runs(&v);
+	check(v.nruns == SINK_RUNS && v.switches == 299 && v.runs_dropped == 300 - SINK_RUNS,
 	      "300 runs: 256 kept, 44 dropped, 299 switches");
-	check(runs[SINK_RUNS - 1].sender == 0xaaaa0001 && runs[SINK_RUNS - 1].count == 1,
+	check(v.runs[SINK_RUNS - 1].sender == 0xaaaa0001 && v.runs[SINK_RUNS - 1].count == 1,
 	      "the last slot holds the latest run");
+	check(runs_are(v.senders, v.nsenders, (uint32_t[]){ 0xbbbb0002, 0xaaaa0001 }, (uint64_t[]){ 150, 150 }, 2),
+	      "the totals count the dropped runs too: 150 and 150");
+
+	/* 17 senders: the 17th finds every total's slot taken. */
+	sink_reset();
+	for (i = 0; i <= SINK_SENDERS; i++)
+		send_from(0xcc000000 + i, 2, sizeof(struct datagram));
+	check(settled(), "17 senders' datagrams arrive");
+	sink_runs(&v);
+	check(v.nsenders == SINK_SENDERS && v.senders_dropped == 2 && v.nruns == SINK_SENDERS + 1,
+	      "16 totals kept, the 17th sender's 2 datagrams counted as dropped, its run kept");
 	close(fd);
 	printf("# %d of %d failed\n", failures, planned);
 	return failures || planned != PLAN;

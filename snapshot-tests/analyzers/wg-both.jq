@@ -5,8 +5,11 @@
 #   all heard  no reuse, and the peer received datagrams from every clone
 #   some heard no reuse, and the peer received nothing from some clones
 #   none heard no reuse, and the peer received nothing from any clone
-#   error      the row's own error, no clone, or a clone that sent nothing
-#              (its stream never ran: the row could not tell)
+#   error      the row's own error, no clone, a clone that sent nothing on
+#              its wire (no data, no initiation: its stream never ran),
+#              or datagrams the peer's sink could not put to a clone (a
+#              sender that is neither a clone nor the original, or one
+#              past the sink's 16 totals): who was heard is unknown
 # The why names, per clone, what the peer received from it and when
 # (seconds since the peer's restore, from its sink's runs), its first
 # answer or its unanswered initiations, how often the peer went from one
@@ -17,8 +20,10 @@ def s: . / 1000000 * 10 | floor / 10;
 def plural($n; $word): "\($n) \($word)\(if $n == 1 then "" else "s" end)";
 def clone($r):
 	.name as $n | [$r.runs[] | select(.sender == $n)] as $mine |
+	([$r.senders[] | select(.sender == $n)][0]) as $total |
 	if .delivered > 0 then
-		"\($n) heard: \(.delivered) datagrams in \(plural($mine | length; "run")), \($mine[0].first_us | s)-\($mine[-1].last_us | s) s" +
+		"\($n) heard: \(.delivered) datagrams from \($total.first_us | s) to \($total.last_us | s) s, in \(
+			plural($mine | length; "run"))\(if $r.runs_dropped > 0 then " kept" else "" end)" +
 		(if .first_answer_us >= 0 then ", first answer \(.first_answer_us / 1000 | floor) ms after its resume" else ", no answer of its own" end)
 	elif .initiations == 0 then "\($n) not heard, never initiated"
 	elif .first_answer_us < 0 then "\($n) not heard: \(plural(.initiations; "initiation")), none answered"
@@ -26,8 +31,11 @@ def clone($r):
 .result as $r | $r.clones as $c |
 if .error then "error: \(.error)"
 elif ($c | length) == 0 then "error: a row needs clones"
-elif any($c[]; .sent == 0) then
-	"error: \([$c[] | select(.sent == 0) | .name] | join(", ")) sent nothing: its stream never ran"
+elif any($c[]; .data_sent == 0 and .initiations == 0) then
+	"error: \([$c[] | select(.data_sent == 0 and .initiations == 0) | .name] | join(", ")) sent nothing: its stream never ran"
+elif $r.senders_dropped > 0 or any($r.senders[]; .sender as $s | [$c[].name, "original"] | index($s) | not) then
+	"error: the peer heard senders that are no clone (\([$r.senders[] | select(.sender as $s | [$c[].name, "original"] | index($s) | not) | .sender] | join(", "))\(
+		if $r.senders_dropped > 0 then ", \($r.senders_dropped) datagrams past the sink's 16 senders" else "" end)): whom it heard is unknown"
 else
 	"; the peer switched senders \(plural($r.switches; "time"))\(
 		if $r.peer_taken_initiations != null then

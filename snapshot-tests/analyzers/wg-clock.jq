@@ -10,8 +10,10 @@
 #            row has the peer's log, the peer logged them invalid: a
 #            timestamp not later than the last it took from the key),
 #            "lost" (it initiated, and the peer logged none of them,
-#            taken or invalid: they never reached it), "never
-#            initiated", or "no data" (an answer but nothing delivered)
+#            taken or invalid: they never reached it), "unanswered"
+#            (the peer logged one taken, but no answer reached the
+#            clone), "never initiated", or "no data" (an answer but
+#            nothing delivered)
 #   error    the row's own error, no clone, or a clone that sent nothing
 #            at all (its stream never ran: the row could not tell)
 # Whether the new session is post-fork is fork_wireguard's to judge; here
@@ -27,6 +29,8 @@ def cause:
 	elif .initiations == 0 then "\(.name) never initiated"
 	elif .first_answer_us < 0 and .peer_invalid_initiations == 0 and .peer_taken_initiations == 0 then
 		"\(.name) lost: \(plural(.initiations; "initiation")), none answered, none in the peer's log"
+	elif .first_answer_us < 0 and .peer_taken_initiations > 0 then
+		"\(.name) unanswered: \(plural(.initiations; "initiation")), the peer took \(.peer_taken_initiations) and no answer came back"
 	elif .first_answer_us < 0 then "\(.name) refused: \(plural(.initiations; "initiation")), none answered\(
 		if .peer_took_handshake == false then ", the peer took no handshake" else "" end)\(
 		if .peer_invalid_initiations > 0 then

@@ -112,7 +112,7 @@ table() {
 # table_both: the rows of clones side by side.
 table_both() {
 	local r verdict
-	echo "| kernel | side by side (s) | clock stepped by | verdict | first answer to an initiation (ms, per clone) | datagrams sent, and received by the peer (per clone) | initiations (unanswered) | the peer's log: initiations taken, invalid (all clones) | the peer switched clones | pre-fork-key packets | nonce-reuse pairs |"
+	echo "| kernel | side by side (s) | clock stepped by | verdict | first answer to an initiation (ms, per clone) | data packets on its wire, datagrams the peer received from it (per clone) | initiations (unanswered) | the peer's log: initiations taken, invalid (all clones) | the peer switched clones | pre-fork-key packets | nonce-reuse pairs |"
 	echo "|---|---|---|---|---|---|---|---|---|---|---|"
 	for r in "${rows[@]}"; do
 		[ "$(jq -r .kind "$r")" = wg-both ] || continue
@@ -123,7 +123,7 @@ table_both() {
 			"| \(.kernel) | \(.both) | \(if .step == "hook" then "fork hooks" else "nothing" end) | " +
 			if .error or ($v | startswith("error")) then "\($v) ||||||||" else
 			"\($v | split(":")[0]) | \(each(if .first_answer_us >= 0 then .first_answer_us / 1000 | floor else "never" end)) | " +
-			"\(each("\(.sent) / \(.delivered)")) | \(each("\(.initiations) (\(.unanswered_initiations))")) | " +
+			"\(each("\(.data_sent) / \(.delivered)")) | \(each("\(.initiations) (\(.unanswered_initiations))")) | " +
 			"\(.result.peer_taken_initiations), \(.result.peer_invalid_initiations) | \(.result.switches) | \(each(.prefork_packets)) | \(.result.nonce_reuse_pairs) |" end' "$r"
 	done
 	echo
