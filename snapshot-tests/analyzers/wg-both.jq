@@ -14,7 +14,10 @@
 # (seconds since the peer's restore, from its sink's runs), its first
 # answer or its unanswered initiations, how often the peer went from one
 # sender to another, and, where the row has the peer's log, how many
-# initiations (of any clone: they share an address) it took and refused.
+# initiations (of any clone: they share an address) it took and refused;
+# those it took beyond the ones answered were taken and their answers
+# reached no clone that sent them ("went astray": the clones share one
+# MAC, and a switch gives the answer to whichever clone sent last).
 #   jq -r -f wg-both.jq ROW.json
 def s: . / 1000000 * 10 | floor / 10;
 def plural($n; $word): "\($n) \($word)\(if $n == 1 then "" else "s" end)";
@@ -37,9 +40,14 @@ elif $r.senders_dropped > 0 or any($r.senders[]; .sender as $s | [$c[].name, "or
 	"error: the peer heard senders that are no clone (\([$r.senders[] | select(.sender as $s | [$c[].name, "original"] | index($s) | not) | .sender] | join(", "))\(
 		if $r.senders_dropped > 0 then ", \($r.senders_dropped) datagrams past the sink's 16 senders" else "" end)): whom it heard is unknown"
 else
+	([$c[].initiations] | add) as $sent | ([$c[].unanswered_initiations] | add) as $unanswered |
 	"; the peer switched senders \(plural($r.switches; "time"))\(
 		if $r.peer_taken_initiations != null then
-			", took \(plural($r.peer_taken_initiations; "initiation")) and logged \($r.peer_invalid_initiations) invalid"
+			", took \($r.peer_taken_initiations) of the clones' \(plural($sent; "initiation")) and logged \($r.peer_invalid_initiations) invalid\(
+			($r.peer_taken_initiations - ($sent - $unanswered)) as $astray |
+			if $astray > 0 and $unanswered > 0 then
+				" (so \([$astray, $unanswered] | min) of the \($unanswered) unanswered were taken: the answer went astray)"
+			else "" end)"
 		else "" end)" as $sw |
 	(if $r.runs_dropped > 0 then " (\($r.runs_dropped) runs past the sink's 256 not kept)" else "" end) as $cut |
 	([$c[] | clone($r)] | join("; ")) as $why |

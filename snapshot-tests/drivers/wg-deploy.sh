@@ -87,7 +87,7 @@ table() {
 		[ "$(jq -r .kind "$r")" != "wg-$1" ] || of+=("$r")
 	done
 	set -- "${of[@]}"
-	echo "| kernel | $what | clock stepped by | verdict | first answer to an initiation (ms, per clone) | datagrams the peer received | initiations (unanswered) | the peer's log: initiations taken, invalid | pre-fork-key packets | clock behind the host's at the end (s) |"
+	echo "| kernel | $what | clock stepped by | verdict | first answer to an initiation (ms, per clone) | datagrams the peer received | initiations (unanswered) | the peer's log: initiations taken/invalid | pre-fork-key packets | clock behind the host's at the end (s) |"
 	echo "|---|---|---|---|---|---|---|---|---|---|"
 	for r in "$@"; do
 		verdict=$(wg_clock_verdict "$r")
@@ -98,7 +98,7 @@ table() {
 			"\(if .step == "hook" then "fork hooks" else "nothing" end) | " +
 			if .error or ($v | startswith("error")) then "\($v) |||||||" else
 			"\($v | split(":")[0]) | \(each(if .first_answer_us >= 0 then .first_answer_us / 1000 | floor else "never" end)) | \(each(.delivered)) | " +
-			"\(each("\(.initiations) (\(.unanswered_initiations))")) | \(each("\(.peer_taken_initiations), \(.peer_invalid_initiations)")) | " +
+			"\(each("\(.initiations) (\(.unanswered_initiations))")) | \(each("\(.peer_taken_initiations)/\(.peer_invalid_initiations)")) | " +
 			"\(each(.prefork_packets)) | \(each(.behind_end_s)) |" end' "$r"
 	done
 	echo
@@ -112,7 +112,7 @@ table() {
 # table_both: the rows of clones side by side.
 table_both() {
 	local r verdict
-	echo "| kernel | side by side (s) | clock stepped by | verdict | first answer to an initiation (ms, per clone) | data packets on its wire, datagrams the peer received from it (per clone) | initiations (unanswered) | the peer's log: initiations taken, invalid (all clones) | the peer switched clones | pre-fork-key packets | nonce-reuse pairs |"
+	echo "| kernel | side by side (s) | clock stepped by | verdict | first answer to an initiation (ms, per clone) | data packets on its wire, datagrams the peer received from it (per clone) | initiations (unanswered) | the peer's log: initiations taken/invalid (all clones) | the peer switched clones | pre-fork-key packets | nonce-reuse pairs |"
 	echo "|---|---|---|---|---|---|---|---|---|---|---|"
 	for r in "${rows[@]}"; do
 		[ "$(jq -r .kind "$r")" = wg-both ] || continue
@@ -124,7 +124,7 @@ table_both() {
 			if .error or ($v | startswith("error")) then "\($v) ||||||||" else
 			"\($v | split(":")[0]) | \(each(if .first_answer_us >= 0 then .first_answer_us / 1000 | floor else "never" end)) | " +
 			"\(each("\(.data_sent) / \(.delivered)")) | \(each("\(.initiations) (\(.unanswered_initiations))")) | " +
-			"\(.result.peer_taken_initiations), \(.result.peer_invalid_initiations) | \(.result.switches) | \(each(.prefork_packets)) | \(.result.nonce_reuse_pairs) |" end' "$r"
+			"\(.result.peer_taken_initiations)/\(.result.peer_invalid_initiations) | \(.result.switches) | \(each(.prefork_packets)) | \(.result.nonce_reuse_pairs) |" end' "$r"
 	done
 	echo
 	echo "Why, per row:"

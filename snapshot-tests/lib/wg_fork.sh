@@ -596,6 +596,8 @@ wg_both_measure() {
 	for i in "${clones[@]}"; do guest_call "$i" ping >/dev/null; done
 	wg_both_runs both-peer "${clones[@]}" >"$dir/runs.json"
 	wg_peer_log both-peer >"$dir/peer.log.end.json"
+	# The peer's last lines on handshakes, to read beside the row.
+	guest_call both-peer kmsg handshake >"$dir/peer.handshakes.txt" || true
 	for i in "${clones[@]}"; do guest_quit "$i"; done
 	guest_quit both-peer
 	wg_detect "$dir/both.detect.json" "$dir/orig.pcap" "${pcaps[@]}" >"$dir/both.txt"
