@@ -17,7 +17,9 @@
 # initiations (of any clone: they share an address) it took and refused;
 # those it took beyond the ones answered were taken and their answers
 # reached no clone that sent them ("went astray": the clones share one
-# MAC, and a switch gives the answer to whichever clone sent last).
+# MAC, and a switch gives the answer to whichever clone sent last); the
+# clones' wires show where: responses a clone received beyond those to
+# its own answered initiations reached a clone that had not sent them.
 #   jq -r -f wg-both.jq ROW.json
 def s: . / 1000000 * 10 | floor / 10;
 def plural($n; $word): "\($n) \($word)\(if $n == 1 then "" else "s" end)";
@@ -48,6 +50,11 @@ else
 			if $astray > 0 and $unanswered > 0 then
 				" (so \([$astray, $unanswered] | min) of the \($unanswered) unanswered were taken: the answer went astray)"
 			else "" end)"
+		else "" end)\(
+		if all($c[]; .received.response != null) then
+			(([$c[].received.response] | add) - ($sent - $unanswered)) as $elsewhere |
+			if $elsewhere > 0 then "; \(plural($elsewhere; "answer")) reached a clone that had not sent the initiation"
+			else "" end
 		else "" end)" as $sw |
 	(if $r.runs_dropped > 0 then " (\($r.runs_dropped) runs past the sink's 256 not kept)" else "" end) as $cut |
 	([$c[] | clone($r)] | join("; ")) as $why |
