@@ -6,12 +6,4 @@
 # No QEMU.
 set -euo pipefail
 . "$(dirname "$0")/lib/ktap.sh"
-root=$(cd "$(dirname "$0")/.." && pwd)
-build=${FORKSAFE_BUILD:-$root/build}
-
-if ! make --no-print-directory -C "$root" BUILD="$build" "$build/net-test" >&2; then
-	t_plan 1
-	t_fail "net-test builds"
-	t_done
-fi
-exec "$build/net-test"
+t_exec_host_test net-test

@@ -8,12 +8,4 @@
 # /dev/vmgenid stands in for it.
 set -euo pipefail
 . "$(dirname "$0")/lib/ktap.sh"
-root=$(cd "$(dirname "$0")/.." && pwd)
-build=${FORKSAFE_BUILD:-$root/build}
-
-if ! make --no-print-directory -C "$root" BUILD="$build" "$build/forksafe-test" >&2; then
-	t_plan 1
-	t_fail "forksafe-test builds"
-	t_done
-fi
-exec "$build/forksafe-test"
+t_exec_host_test forksafe-test

@@ -84,3 +84,18 @@ expect_fail() {
 		t_ok "$desc"
 	fi
 }
+
+# t_exec_host_test NAME: build NAME (a sanitized host test that prints
+# KTAP itself) and become it; one failed test if it does not build.
+t_exec_host_test() {
+	local root build
+	root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+	build=${FORKSAFE_BUILD:-$root/build}
+	if ! make --no-print-directory -C "$root" BUILD="$build" "$build/$1" >&2; then
+		t_plan 1
+		t_fail "$1 builds"
+		t_done
+		exit 1
+	fi
+	exec "$build/$1"
+}
