@@ -60,6 +60,12 @@
  *                    the same for libcrypto's two DRBGs with
  *                    OPENSSL_CONF=/etc/forksafe/openssl.cnf: forksafe-openssl's
  *                    FORKSAFE-DRBG (the process checks it is); UNIT 16
+ *   openssl-tls-16, openssl-fs-tls-16
+ *                    the same process runs `openssl s_server` (TLS 1.3)
+ *                    on loopback, and each record is one handshake begun
+ *                    with the same fixed ClientHello: the SHA-256 of the
+ *                    server's random and x25519 share (16 bytes of it);
+ *                    with fs-, s_server draws from FORKSAFE-DRBG; UNIT 16
  *   systemd-seed     the same process, each record the seed file that
  *                    systemd-random-seed save wrote (a clone's shutdown
  *                    runs it), as its SHA-256; UNIT the file's size

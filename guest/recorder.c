@@ -381,23 +381,91 @@ static void run_uuid(struct worker *w)
 #define PYTHON "/usr/bin/python3"
 #define FORKSAFE_OPENSSL_CONF "OPENSSL_CONF=/etc/forksafe/openssl.cnf"
 
+/*
+ * openssl-tls-16 and openssl-fs-tls-16: a TLS server across the fork, the
+ * attack of Ristenpart and Yilek (NDSS 2010).  The process starts
+ * `openssl s_server` (TLS 1.3, a new P-256 key and certificate) on
+ * loopback, and each record is one handshake begun with the same
+ * ClientHello every time: a fixed client random, session ID and x25519
+ * share (RFC 7748's test key: a client that draws nothing), so that what
+ * differs between clones is the server's alone.  The record is the
+ * SHA-256 of the ServerHello's random (OpenSSL's public DRBG) and its
+ * x25519 share (a key made from the private DRBG), 16 bytes of it; the
+ * connection closes after the ServerHello.  With openssl-fs-, s_server
+ * inherits OPENSSL_CONF and draws from FORKSAFE-DRBG.
+ */
+#define TLS_PORT "4433"
+#define TLS_CLIENT_SHARE "8520f0098930a754748b7ddcb43ef75a0dbf3a0d26381af4eba4a98eaa9b4e6a"
+#define TLS_RETRY_RANDOM "cf21ad74e59a6111be1d8c021e65b891c2a211167abb8c5e079e09e2c8a8339c"
+
 static const char library_py[] =
 	"import ctypes, sys\n"
+	"TLS_PORT, TLS_CLIENT_SHARE, TLS_RETRY_RANDOM = '" TLS_PORT "', '" TLS_CLIENT_SHARE "', '" TLS_RETRY_RANDOM "'\n"
 	"b = ctypes.create_string_buffer(16)\n"
 	"def lib(name, fn):\n"
 	"    f = getattr(ctypes.CDLL(name), fn)\n"
 	"    return lambda: (f(b, 16), b.raw)[1]\n"
 	"s = sys.argv[1]\n"
-	"if s == 'openssl-public-16': f = lib('libcrypto.so.3', 'RAND_bytes')\n"
-	"elif s == 'openssl-private-16': f = lib('libcrypto.so.3', 'RAND_priv_bytes')\n"
-	"elif s.startswith('openssl-fs-'):\n"
+	"if s.startswith('openssl-fs-'):\n"
 	"    c = ctypes.CDLL('libcrypto.so.3')\n"
 	"    for fn in ('RAND_get0_public', 'EVP_RAND_CTX_get0_rand', 'EVP_RAND_get0_name'):\n"
 	"        getattr(c, fn).restype, getattr(c, fn).argtypes = ctypes.c_void_p, [ctypes.c_void_p]\n"
 	"    drbg = ctypes.string_at(c.EVP_RAND_get0_name(c.EVP_RAND_CTX_get0_rand(c.RAND_get0_public(None))))\n"
 	"    if drbg != b'FORKSAFE-DRBG':\n"
 	"        sys.exit(s + ': OpenSSL draws from ' + drbg.decode() + ', not FORKSAFE-DRBG (forksafe-openssl installed?)')\n"
+	"if s == 'openssl-public-16': f = lib('libcrypto.so.3', 'RAND_bytes')\n"
+	"elif s == 'openssl-private-16': f = lib('libcrypto.so.3', 'RAND_priv_bytes')\n"
+	"elif s in ('openssl-fs-public-16', 'openssl-fs-private-16'):\n"
 	"    f = lib('libcrypto.so.3', 'RAND_bytes' if s == 'openssl-fs-public-16' else 'RAND_priv_bytes')\n"
+	"elif s.endswith('tls-16'):\n"
+	"    import atexit, hashlib, os, socket, subprocess, time\n"
+	"    d = '/run/forksafe-tls'\n"
+	"    os.makedirs(d, exist_ok=True)\n"
+	"    q = dict(stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+	"    subprocess.run(['openssl', 'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256',\n"
+	"                    '-nodes', '-subj', '/CN=forksafe', '-days', '2', '-keyout', d + '/key.pem',\n"
+	"                    '-out', d + '/cert.pem'], check=True, **q)\n"
+	"    srv = subprocess.Popen(['openssl', 's_server', '-quiet', '-tls1_3', '-accept', '127.0.0.1:' + TLS_PORT,\n"
+	"                            '-cert', d + '/cert.pem', '-key', d + '/key.pem'], **q)\n"
+	"    atexit.register(srv.kill)\n"
+	"    def ext(t, v): return t.to_bytes(2, 'big') + len(v).to_bytes(2, 'big') + v\n"
+	"    share = bytes.fromhex(TLS_CLIENT_SHARE)\n"
+	"    exts = (ext(0x2b, b'\\x02\\x03\\x04') + ext(0x0a, b'\\x00\\x02\\x00\\x1d') +\n"
+	"            ext(0x33, b'\\x00\\x24\\x00\\x1d\\x00\\x20' + share) +\n"
+	"            ext(0x0d, b'\\x00\\x08\\x04\\x03\\x08\\x04\\x04\\x01\\x08\\x07'))\n"
+	"    body = (b'\\x03\\x03' + bytes(range(32)) + b'\\x20' + b'\\x11' * 32 + b'\\x00\\x06\\x13\\x01\\x13\\x02\\x13\\x03' +\n"
+	"            b'\\x01\\x00' + len(exts).to_bytes(2, 'big') + exts)\n"
+	"    hs = b'\\x01' + len(body).to_bytes(3, 'big') + body\n"
+	"    hello = b'\\x16\\x03\\x01' + len(hs).to_bytes(2, 'big') + hs\n"
+	"    def connect():\n"
+	"        for _ in range(300):\n"
+	"            try: return socket.create_connection(('127.0.0.1', int(TLS_PORT)), timeout=30)\n"
+	"            except OSError: time.sleep(0.1)\n"
+	"        sys.exit(s + ': openssl s_server never listened')\n"
+	"    def take(c, n):\n"
+	"        v = b''\n"
+	"        while len(v) < n:\n"
+	"            x = c.recv(n - len(v))\n"
+	"            if not x: sys.exit(s + ': the server closed before its ServerHello')\n"
+	"            v += x\n"
+	"        return v\n"
+	"    def f():\n"
+	"        c = connect()\n"
+	"        c.sendall(hello)\n"
+	"        h = take(c, 5)\n"
+	"        r = take(c, int.from_bytes(h[3:5], 'big'))\n"
+	"        c.close()\n"
+	"        if h[0] != 0x16 or r[0] != 2: sys.exit(s + ': no ServerHello: ' + (h + r[:8]).hex())\n"
+	"        random, p = r[6:38], 39 + r[38] + 3\n"
+	"        end, key = p + 2 + int.from_bytes(r[p:p + 2], 'big'), None\n"
+	"        p += 2\n"
+	"        while p + 4 <= end:\n"
+	"            t, n = int.from_bytes(r[p:p + 2], 'big'), int.from_bytes(r[p + 2:p + 4], 'big')\n"
+	"            if t == 0x33: key = r[p + 8:p + 4 + n]\n"
+	"            p += 4 + n\n"
+	"        if random.hex() == TLS_RETRY_RANDOM or not key or len(key) != 32:\n"
+	"            sys.exit(s + ': a ServerHello without an x25519 share: ' + r.hex())\n"
+	"        return hashlib.sha256(random + key).digest()[:16]\n"
 	"elif s == 'arc4random-16': f = lib(None, 'arc4random_buf')\n"
 	"elif s == 'libuuid-16':\n"
 	"    g = ctypes.CDLL('libuuid.so.1').uuid_generate_random\n"
@@ -944,6 +1012,8 @@ static const struct shape shapes[] = {
 	{ "arc4random-16", RNG_BLOCK_BYTES, 0, 1, run_library },
 	{ "libuuid-16", RNG_BLOCK_BYTES, 0, 1, run_library },
 	{ "systemd-seed", SEED_FILE_BYTES, 0, 1, run_library },
+	{ "openssl-tls-16", RNG_BLOCK_BYTES, 0, 1, run_library },
+	{ "openssl-fs-tls-16", RNG_BLOCK_BYTES, 0, 1, run_library },
 };
 
 static const struct shape *shape_find(const char *name)

@@ -8,25 +8,29 @@
 #  - it boots to the agent under systemd: PID 1 is systemd and started the
 #    agent, the vmgenid driver is bound, and the agent's poweroff powers
 #    the VM off (the package works as an operator installs it);
-#  - a migrate-file fork of a python3 process drawing from OpenSSL's
-#    public DRBG (RAND_bytes), started before the snapshot, on the disk
-#    booted with the patched kernel (patched@debian-image: systemd and the
-#    agent's service under the series), one fresh-GUID clone (two in the
-#    row that must be fork-safe), each on a
-#    copy of the original's root disk as the RAM was saved: the control
-#    stays identical to its reference, every clone sees a new GUID and its
-#    kernel reseeds once, yet no clone's OpenSSL output parts from the
-#    reference's over the 12,000 calls recorded (make demo records 70,000,
-#    past OpenSSL's own reseed interval of 65,536): user-space state a
-#    fork copies, which no kernel reaches and the detector must flag (its
-#    positive control);
+#  - a migrate-file fork of a TLS server: `openssl s_server` (TLS 1.3,
+#    Debian's OpenSSL), started before the snapshot, each record one
+#    handshake begun with the same fixed ClientHello (shape
+#    openssl-tls-16: the server's random and x25519 share), on the disk
+#    booted with the patched kernel (patched@debian-image: systemd and
+#    the agent's service under the series), one fresh-GUID clone (two in
+#    the row that must be fork-safe), each on a copy of the original's
+#    root disk as the RAM was saved: the control stays identical to its
+#    reference, every clone sees a new GUID and its kernel reseeds once,
+#    yet every clone's server answers with the reference's random and
+#    key share (Ristenpart and Yilek's attack of 2010, on Debian 12):
+#    user-space state a fork copies, which no kernel reaches and the
+#    detector must flag (its positive control).  make demo's rows draw
+#    from OpenSSL's DRBGs directly too (RAND_bytes, RAND_priv_bytes,
+#    70,000 calls, past OpenSSL's own reseed interval of 65,536);
 #  - the same fork with forksafe-openssl, the image's package, as
-#    OpenSSL's DRBG (OPENSSL_CONF=/etc/forksafe/openssl.cnf, shape
-#    openssl-fs-public-16): every clone parts from the reference and
-#    nothing is shared after its GUID changed (the provider checks the
-#    ID /dev/vmgenid maps before every output).  The image's own kernel
-#    (no /dev/vmgenid: the provider cannot help, stock Linux's race) and
-#    getrandom() loops are make demo's rows (KERNELS=debian-image);
+#    OpenSSL's DRBG (OPENSSL_CONF=/etc/forksafe/openssl.cnf, which
+#    s_server inherits; shape openssl-fs-tls-16): every clone parts from
+#    the reference and nothing is shared after its GUID changed (the
+#    provider checks the ID /dev/vmgenid maps before every output).  The
+#    image's own kernel (no /dev/vmgenid: the provider cannot help,
+#    stock Linux's race) and getrandom() loops are make demo's rows
+#    (KERNELS=debian-image);
 #  - the same fork of systemd's random seed (systemd-random-seed save, as a
 #    clone's shutdown runs it, one saved file per record) with the vmgenid
 #    driver kept from starting (initcall_blacklist=vmgenid_driver_init:
@@ -68,20 +72,20 @@ else
 	t_fail "the agent's poweroff powers the VM off"
 fi
 
-# The OpenSSL rows record 12,000 calls, 3 s a clone, after 40 s of
-# uptime (as every image guest): OpenSSL's DRBGs draw nothing from the
-# kernel between their own reseeds, so the kernel's timed reseeds, which
-# the library shapes' longer age (LIBRARY_UPTIME_S) keeps out of their
-# longer recordings, cannot part a control here.
+# The TLS rows record TLS_RECORDS handshakes after 40 s of uptime (as
+# every image guest): OpenSSL's DRBGs draw nothing from the kernel between
+# their own reseeds, so the kernel's timed reseeds, which the library
+# shapes' longer age (LIBRARY_UPTIME_S) keeps out of their longer
+# recordings, cannot part a control here.
 ROWS=()
-# (Exported: each row runs in a shell of its own, which reads them.)
-export LIBRARY_RECORDS=${IMAGE_LIBRARY_RECORDS:-12000} LIBRARY_UPTIME_S=${IMAGE_LIBRARY_UPTIME_S:-40}
+# (Exported: each row runs in a shell of its own, which reads it.)
+export LIBRARY_UPTIME_S=${IMAGE_LIBRARY_UPTIME_S:-40}
 # The two positive controls (a window that must be there) take one fresh
 # clone each, the row that must be fork-safe two: a restore of this
 # image is about 20 s, and make check must stay under an hour.
-declare -A fresh=([openssl-public-16]=1 [openssl-fs-public-16]=2 [systemd-seed]=1)
-rng_rows "$RUN_DIR" "${fresh[openssl-public-16]}" patched@debian-image 1 migrate-file openssl-public-16 ready
-rng_rows "$RUN_DIR" "${fresh[openssl-fs-public-16]}" patched@debian-image 1 migrate-file openssl-fs-public-16 ready
+declare -A fresh=([openssl-tls-16]=1 [openssl-fs-tls-16]=2 [systemd-seed]=1)
+rng_rows "$RUN_DIR" "${fresh[openssl-tls-16]}" patched@debian-image 1 migrate-file openssl-tls-16 ready
+rng_rows "$RUN_DIR" "${fresh[openssl-fs-tls-16]}" patched@debian-image 1 migrate-file openssl-fs-tls-16 ready
 ROWS+=("$RUN_DIR/debian-image-nogenid-systemd-seed.json")
 rng_row debian-image migrate-file 1 "${fresh[systemd-seed]}" "${ROWS[-1]}" systemd-seed ready initcall_blacklist=vmgenid_driver_init || true
 rows_judge "${ROWS[@]}"
@@ -102,9 +106,9 @@ for VERDICT in "${ROW_VERDICTS[@]}"; do
 	fi
 	t_diag "$tag: $(v verdict); at most $(v exposure_bytes_max) bytes, $(v exposure_us_max) us shared with the reference"
 	case "$(v kernel) $(v shape)" in
-	*" openssl-fs-public-16") t_eq "$tag: with forksafe-openssl every clone parts, nothing shared after the GUID changed" \
+	*" openssl-fs-tls-16") t_eq "$tag: with forksafe-openssl every clone's server parts, nothing shared after the GUID changed" \
 		"$(v diverged) $(v verdict)" "$n fork-safe" ;;
-	*" openssl-public-16") t_eq "$tag: no clone's OpenSSL output parts from the reference (positive control)" \
+	*" openssl-tls-16") t_eq "$tag: no clone's server parts from the reference's random and key share (positive control)" \
 		"$(v diverged) $(v verdict)" "0 exposure window" ;;
 	*) t_eq "$tag: clones save the reference's seeds (positive control)" "$(v verdict)" "exposure window" ;;
 	esac

@@ -66,10 +66,13 @@ static const struct shape shapes[] = {
 	{ "arc4random-16", RNG_BLOCK_BYTES, 10000, 0, 0 },
 	{ "libuuid-16", RNG_BLOCK_BYTES, 10000, 0, 0 },
 	{ "systemd-seed", SEED_FILE_BYTES, 5, 0, 0 },
+	{ "openssl-tls-16", RNG_BLOCK_BYTES, 100, 0, 1 },
+	{ "openssl-fs-tls-16", RNG_BLOCK_BYTES, 100, 0, 0 },
 };
 
 #define SHAPE_NAMES "getrandom-16, insecure-16, vdso-16, drbg-16, drbg-checked-16, uuid, exec, getrandom-16MiB, " \
-	"urandom-1MiB, openssl-public-16, openssl-private-16, openssl-fs-public-16, openssl-fs-private-16, python-mt-16, python-secrets-16, arc4random-16, libuuid-16, systemd-seed"
+	"urandom-1MiB, openssl-public-16, openssl-private-16, openssl-fs-public-16, openssl-fs-private-16, python-mt-16, python-secrets-16, arc4random-16, libuuid-16, systemd-seed, " \
+	"openssl-tls-16, openssl-fs-tls-16"
 
 static inline const struct shape *shape_find(const char *name)
 {

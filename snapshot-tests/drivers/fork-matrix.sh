@@ -51,7 +51,7 @@ nclones=4
 shapes="getrandom-16MiB urandom-1MiB uuid@2 exec@2 exec/early insecure-16/empty insecure-16/early
 	vdso-16 drbg-16 drbg-checked-16 openssl-public-16 openssl-private-16 openssl-fs-public-16
 	openssl-fs-private-16 python-mt-16
-	python-secrets-16 arc4random-16 systemd-seed"
+	python-secrets-16 arc4random-16 systemd-seed openssl-tls-16 openssl-fs-tls-16"
 out=${RESULTS:-$FORKSAFE_ROOT/results}
 opts_parse fork-matrix --kernels=kernels --methods=methods --vcpus=vcpus_list \
 	--clones=nclones --shapes=shapes --out=out -- "$@"

@@ -56,6 +56,8 @@ LIBRARY_RECORDS=${LIBRARY_RECORDS:-70000}
 # of the reference's was (getrandom-16 loops, a call at nearly every step,
 # still find theirs).
 SEED_RECORDS=${SEED_RECORDS:-22}
+# The TLS shapes: a handshake of openssl s_server per record.
+TLS_RECORDS=${TLS_RECORDS:-600}
 # shape_records SHAPE [KERNEL_NAME [APPEND]]: the records per stream.
 # Booted with vmgenid.map_id=0 the vDSO has no page and every call takes
 # the system call, so vdso-16 records as many as getrandom-16: 600,000
@@ -66,6 +68,7 @@ SEED_RECORDS=${SEED_RECORDS:-22}
 shape_records() {
 	local scale=1
 	if [ "$1" = systemd-seed ]; then echo "$SEED_RECORDS"; return; fi
+	case "$1" in openssl-tls-16 | openssl-fs-tls-16) echo "$TLS_RECORDS"; return ;; esac
 	case "$1 ${3:-} " in vdso-16*" vmgenid.map_id=0 "*) set -- getrandom-16 "${2:-}" ;; esac
 	if library_shape "$1"; then echo "$LIBRARY_RECORDS"; return; fi
 	if distro_kernel "${2:-}"; then scale=$DEBIAN_RECORD_SCALE; fi
@@ -82,7 +85,7 @@ shape_records() {
 }
 # The shapes that draw through a library in user space (guest/recorder.c).
 library_shape() {
-	case "$1" in openssl-public-16 | openssl-private-16 | openssl-fs-public-16 | openssl-fs-private-16 | python-mt-16 | python-secrets-16 | arc4random-16 | libuuid-16 | systemd-seed) ;; *) return 1 ;; esac
+	case "$1" in openssl-public-16 | openssl-private-16 | openssl-fs-public-16 | openssl-fs-private-16 | python-mt-16 | python-secrets-16 | arc4random-16 | libuuid-16 | systemd-seed | openssl-tls-16 | openssl-fs-tls-16) ;; *) return 1 ;; esac
 }
 
 # shape_kernels SHAPE[/CRNG] KERNEL...: those of the kernels that can
