@@ -45,7 +45,7 @@ EARLY_BITS=136
 DEBIAN_RECORD_SCALE=10
 # The library shapes: a python3 process answers each call, 4,000 a second
 # here; past 65,536, OpenSSL's reseed interval for its public and private
-# DRBGs (make check's debian_image records fewer: IMAGE_LIBRARY_RECORDS=).
+# DRBGs.
 LIBRARY_RECORDS=${LIBRARY_RECORDS:-70000}
 # systemd-seed runs a program per record, 14 a second here: 16 seed files
 # before the snapshot (one more, at times, before the guest stops), 6 or 5
