@@ -6,6 +6,8 @@
 #   make bench-rng    what the series buys and costs for the RNG
 #   make bench-wg     the same for WireGuard
 #   make bench-vdso   what the 6.12 vDSO getrandom() check costs, in instructions
+#   make bench-openssl what forksafe-openssl costs per RAND_bytes(16), in
+#                     instructions (valgrind), CALLS=20000
 #   make cold-clones  boots of one golden image: identical RNG output or not
 #                     CLONES=3, COLD_ROWS="det,fresh,none,qemu64,no ..."
 #   make storm        chained forks, a clone of a clone ..., DEPTH=100 levels,
@@ -55,7 +57,7 @@ DEBS := linux-source-6.1 linux-source-6.12 bc bison flex libelf-dev libssl-dev c
 	libjson-c-dev libpcap-dev jq shellcheck python3-ply python3-git chromium e2fsprogs kmod mmdebstrap fdisk lintian
 
 .PHONY: all help deps kernels kernel kernel-stock kernel-kunit kernel-debug kernel-bench kernel-tree refresh-patches \
-	checkpatch guest agent-deb openssl-deb debs image tools corpus check demo bench-rng bench-wg bench-vdso cold-clones storm crowd wg-scale wg-deploy mutants fuzz clean
+	checkpatch guest agent-deb openssl-deb debs image tools corpus check demo bench-rng bench-wg bench-vdso bench-openssl cold-clones storm crowd wg-scale wg-deploy mutants fuzz clean
 
 all: kernel kernel-stock guest tools
 
@@ -233,8 +235,11 @@ $(BUILD)/forksafe-openssl.so: $(PROVIDER_SRC) | $(BUILD)
 	$(CC) -O2 $(WARN) -fPIC -shared -fvisibility=hidden -Wl,-z,defs -Iguest -o $@ $(filter %.c,$^) -lcrypto
 $(BUILD)/forksafe-openssl-asan.so: $(PROVIDER_SRC) | $(BUILD)
 	$(HOST) -fPIC -shared -Wl,-z,defs -o $@ $(filter %.c,$^) -lcrypto
-$(BUILD)/forksafe-openssl-test: guest/openssl-provider_test.c guest/forksafe.h guest/fake_vmgenid.h | $(BUILD)
+$(BUILD)/forksafe-openssl-test: guest/openssl-provider_test.c guest/forksafe.h guest/fake_vmgenid.h guest/openssl_conf.h | $(BUILD)
 	$(HOST) -o $@ $(filter %.c,$^) -lcrypto -lpthread
+# Its cost per call, counted by valgrind (make bench-openssl): optimized, not sanitized.
+$(BUILD)/forksafe-openssl-bench: guest/openssl-provider_bench.c guest/forksafe.h guest/fake_vmgenid.h guest/openssl_conf.h | $(BUILD)
+	$(CC) -O2 $(WARN) -Iguest -o $@ $(filter %.c,$^) -lcrypto
 
 $(BUILD)/pcap-synth: $(AN)/pcap-synth.c $(AN)/wgpcap.h $(TOOL_SRC) | $(BUILD)
 	$(HOST) -o $@ $(filter %.c,$^)
@@ -304,6 +309,10 @@ bench-rng: deps
 	@snapshot-tests/drivers/bench-rng.sh
 
 # The vDSO check is 6.12's alone (Linux 6.1 has no vDSO getrandom()).
+bench-openssl: deps
+	@$(MAKE) --no-print-directory $(BUILD)/forksafe-openssl-bench $(BUILD)/forksafe-openssl.so
+	@snapshot-tests/drivers/bench-openssl.sh $(if $(CALLS),--calls "$(CALLS)")
+
 bench-vdso: deps
 	@kernel-patches/kernel.sh build stock-6.12
 	@kernel-patches/kernel.sh build patched-6.12

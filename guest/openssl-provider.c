@@ -116,6 +116,7 @@ struct fs_drbg {
 	struct forksafe_id seen;
 	CRYPTO_RWLOCK *lock;
 	uint64_t fork_reseeds;
+	size_t max_request;	/* the CTR-DRBG's, asked once */
 };
 
 static void *fs_drbg_new(void *provctx, void *parent, const OSSL_DISPATCH *parent_dispatch)
@@ -188,8 +189,10 @@ static int fs_drbg_instantiate(void *vd, unsigned int strength, int prediction_r
 			       const unsigned char *pstr, size_t pstr_len, const OSSL_PARAM params[])
 {
 	struct fs_drbg *d = vd;
+	OSSL_PARAM p[] = { OSSL_PARAM_construct_size_t(OSSL_RAND_PARAM_MAX_REQUEST, &d->max_request),
+			   OSSL_PARAM_END };
 
-	if (!fs_drbg_pass_intervals(d, params))
+	if (!fs_drbg_pass_intervals(d, params) || !EVP_RAND_CTX_get_params(d->inner, p))
 		return 0;
 	/* What the VM is now: a fork after this is one the next output must see. */
 	forksafe_mark(&d->seen);
@@ -285,11 +288,21 @@ static const OSSL_PARAM *fs_drbg_gettable_ctx_params(void *vd, void *provctx)
 	return known;
 }
 
+/*
+ * OpenSSL asks for the largest request before every output it hands out
+ * (EVP_RAND_generate()); that one question is answered here, from the
+ * CTR-DRBG's answer at instantiation, rather than passed on: a second
+ * round of parameter lookups under the CTR-DRBG's lock per call.
+ */
 static int fs_drbg_get_ctx_params(void *vd, OSSL_PARAM params[])
 {
 	struct fs_drbg *d = vd;
-	OSSL_PARAM *p = OSSL_PARAM_locate(params, FS_PARAM_RESEEDS);
+	OSSL_PARAM *p;
 
+	if (d->max_request && params && params[0].key && !params[1].key &&
+	    !strcmp(params[0].key, OSSL_RAND_PARAM_MAX_REQUEST))
+		return OSSL_PARAM_set_size_t(&params[0], d->max_request);
+	p = OSSL_PARAM_locate(params, FS_PARAM_RESEEDS);
 	if (p && !OSSL_PARAM_set_uint64(p, d->fork_reseeds))
 		return 0;
 	return EVP_RAND_CTX_get_params(d->inner, params);

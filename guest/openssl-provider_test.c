@@ -33,6 +33,7 @@
 #include <openssl/rand.h>
 #include "forksafe.h"
 #include "fake_vmgenid.h"
+#include "openssl_conf.h"
 
 #define THREADS 4
 #define THREAD_CALLS 20000
@@ -51,34 +52,6 @@ static void bail(const char *what)
 {
 	printf("Bail out! %s: %s\n", what, strerror(errno));
 	exit(2);
-}
-
-/* openssl.cnf as an operator writes it, with the provider's section's extra lines. */
-static OSSL_LIB_CTX *configured(const char *dir, const char *module, const char *extra)
-{
-	char path[512];
-	OSSL_LIB_CTX *ctx;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/openssl.cnf", dir);
-	f = fopen(path, "w");
-	if (!f)
-		bail(path);
-	fprintf(f, "openssl_conf = openssl_init\n"
-		   "[openssl_init]\nproviders = providers_sect\nrandom = random_sect\n"
-		   "[providers_sect]\ndefault = default_sect\nforksafe = forksafe_sect\n"
-		   "[default_sect]\nactivate = 1\n"
-		   "[forksafe_sect]\nactivate = 1\nmodule = %s\n%s"
-		   "[random_sect]\nrandom = FORKSAFE-DRBG\nproperties = provider=forksafe\n",
-		module, extra);
-	if (fclose(f))
-		bail(path);
-	ctx = OSSL_LIB_CTX_new();
-	if (!ctx || !OSSL_LIB_CTX_load_config(ctx, path)) {
-		printf("Bail out! OpenSSL does not load %s\n", path);
-		exit(2);
-	}
-	return ctx;
 }
 
 static const char *prov_param(OSSL_LIB_CTX *ctx, const char *key)
