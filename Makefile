@@ -26,7 +26,8 @@
 #   make kernel-tree  the series applied in a git tree to edit; then
 #   make refresh-patches   rewrite kernel-patches/ from it (checkpatch: make checkpatch)
 #   make kernel kernel-stock kernel-kunit kernel-debug kernel-bench   build (cached)
-#                     LINUX=6.12 for these six: Debian's linux-source-6.12 (else 6.1)
+#   make kernel-deb   the patched kernel as an installable .deb (bindeb-pkg)
+#                     LINUX=6.12 for these seven: Debian's linux-source-6.12 (else 6.1)
 #   make guest tools  the initramfs, the host tools;  make deps  Debian packages
 #   make agent-deb    the guest agent as a Debian package, for an operator's image
 #   make openssl-deb  forksafe-openssl, the OpenSSL 3 provider, as a Debian package
@@ -54,9 +55,10 @@ DEBS := linux-source-6.1 linux-source-6.12 bc bison flex libelf-dev libssl-dev c
 	gcc make clang libclang-rt-14-dev \
 	qemu-system-x86 qemu-utils vde2 wireguard-tools busybox-static \
 	libvirt-daemon-system libvirt-clients libvirt-dev \
-	libjson-c-dev libpcap-dev jq shellcheck python3-ply python3-git chromium e2fsprogs kmod mmdebstrap fdisk lintian
+	libjson-c-dev libpcap-dev jq shellcheck python3-ply python3-git chromium e2fsprogs kmod mmdebstrap fdisk lintian \
+	dpkg-dev fakeroot rsync
 
-.PHONY: all help deps kernels kernel kernel-stock kernel-kunit kernel-debug kernel-bench kernel-tree refresh-patches \
+.PHONY: all help deps kernels kernel kernel-stock kernel-kunit kernel-debug kernel-bench kernel-deb image-kernel kernel-tree refresh-patches \
 	checkpatch guest agent-deb openssl-deb debs image tools corpus check demo bench-rng bench-wg bench-vdso bench-openssl cold-clones storm crowd wg-scale wg-deploy mutants fuzz clean
 
 all: kernel kernel-stock guest tools
@@ -99,6 +101,9 @@ kernel-debug:
 kernel-bench:
 	@kernel-patches/kernel.sh build stock-bench$(KSUFFIX)
 	@kernel-patches/kernel.sh build patched-bench$(KSUFFIX)
+# The patched kernel as operators install it: build/debs/linux-image-patched[-6.12].deb.
+kernel-deb: deps
+	@kernel-patches/kernel.sh deb patched$(KSUFFIX)
 # The kernels the operators' targets measure: each built (or found cached).
 KERNELS ?= patched stock
 export KERNELS
@@ -194,6 +199,12 @@ debs: $(AGENT_DEB) $(OPENSSL_DEB) $(GUEST_DEB) $(LIB_DEB) $(DEV_DEB)
 
 image: deps $(AGENT_DEB) $(OPENSSL_DEB)
 	@guest/build-image.sh $(BUILD)/image $(AGENT_DEB) $(OPENSSL_DEB)
+
+# The image with the packaged patched kernel installed (make kernel-deb), as
+# an operator would upgrade a golden image: boot it with IMAGE=$(BUILD)/image-kernel/disk.qcow2.
+image-kernel: deps $(AGENT_DEB) $(OPENSSL_DEB)
+	@kernel-patches/kernel.sh deb patched$(KSUFFIX)
+	@guest/build-image.sh $(BUILD)/image-kernel $(AGENT_DEB) $(OPENSSL_DEB) $(BUILD)/debs/linux-image-patched$(KSUFFIX).deb
 
 # ---- host tools ----------------------------------------------------------------
 # They include guest/protocol.h, what the agent and the host share.

@@ -6,7 +6,12 @@
 # golden image: the agent as a systemd service, and forksafe-openssl (the
 # provider and /etc/forksafe/openssl.cnf, which only programs started with
 # OPENSSL_CONF pointing at it use).
-#   build-image.sh LINK AGENT.deb OPENSSL.deb
+#   build-image.sh LINK AGENT.deb OPENSSL.deb [KERNEL.deb...]
+# KERNEL.deb (make kernel-deb: the patched kernel as bindeb-pkg packs it)
+# is installed beside Debian's kernel with dpkg, its initramfs made by the
+# image's own initramfs-tools; the newest kernel in /boot is the one the
+# suite boots, so such an image runs the packaged kernel (make
+# image-kernel, build/image-kernel).
 # The image is cached under $FORKSAFE_CACHE/images/, keyed by a hash of its
 # inputs (this script and the packages), and LINK points at its directory:
 #   disk.qcow2   shaped like a cloud image: a GPT disk whose first
@@ -19,6 +24,7 @@
 set -euo pipefail
 
 link=${1:-} deb=${2:-} openssl_deb=${3:-}
+kernel_debs=("${@:4}")
 cache=${FORKSAFE_CACHE:-/var/cache/forksafe}
 suite=bookworm
 size_mib=3072
@@ -33,7 +39,8 @@ command -v sfdisk >/dev/null || die "sfdisk is missing: run 'make deps' (package
 [ -f "$openssl_deb" ] || die "${openssl_deb:-OPENSSL.deb} is missing: run 'make openssl-deb'"
 [ "$(id -u)" = 0 ] || die "mmdebstrap --mode=root needs root"
 
-key=$(cat "$0" "$deb" "$openssl_deb" | sha256sum | cut -c1-16)
+for k in "${kernel_debs[@]}"; do [ -f "$k" ] || die "$k is missing: run 'make kernel-deb'"; done
+key=$(cat "$0" "$deb" "$openssl_deb" "${kernel_debs[@]}" | sha256sum | cut -c1-16)
 dest=$cache/images/debian-$suite-$key
 if [ -f "$dest/disk.qcow2" ]; then
 	log "cached ($dest)"
@@ -47,6 +54,8 @@ trap 'rm -rf "$tmp"' EXIT
 log "building $dest (mmdebstrap $suite, a few minutes)"
 cp "$deb" "$tmp/forksafe-agent.deb"
 cp "$openssl_deb" "$tmp/forksafe-openssl.deb"
+mkdir "$tmp/kernels"
+for k in "${kernel_debs[@]}"; do cp "$k" "$tmp/kernels/"; done
 uuid=$(cat /proc/sys/kernel/random/uuid)
 
 # The hooks: reuse and keep the downloaded packages; install forksafe's
@@ -62,6 +71,9 @@ mmdebstrap --mode=root --variant=apt --include="$packages" \
 	--customize-hook="copy-in $tmp/forksafe-agent.deb $tmp/forksafe-openssl.deb /tmp" \
 	--customize-hook='chroot "$1" dpkg -i /tmp/forksafe-agent.deb /tmp/forksafe-openssl.deb' \
 	--customize-hook='rm -f "$1"/tmp/forksafe-agent.deb "$1"/tmp/forksafe-openssl.deb' \
+	--customize-hook="copy-in $tmp/kernels /tmp" \
+	--customize-hook='if ls "$1"/tmp/kernels/*.deb >/dev/null 2>&1; then chroot "$1" sh -c "dpkg -i /tmp/kernels/*.deb"; fi' \
+	--customize-hook='rm -rf "$1"/tmp/kernels' \
 	--customize-hook="echo 'UUID=$uuid / ext4 rw,errors=remount-ro 0 1' > \"\$1\"/etc/fstab" \
 	--customize-hook='echo forksafe-guest > "$1"/etc/hostname' \
 	--customize-hook=': > "$1"/etc/machine-id' \
@@ -77,7 +89,7 @@ printf 'label: gpt\nstart=2048, size=%d, type=L, name=root\n' "$((size_mib * 204
 mke2fs -q -t ext4 -L forksafe-root -U "$uuid" -E offset=1048576 -d "$tmp/root" \
 	"$tmp/disk.raw" "${size_mib}M" >/dev/null || die "mke2fs could not make the root filesystem"
 qemu-img convert -O qcow2 "$tmp/disk.raw" "$tmp/disk.qcow2"
-rm -rf "$tmp/root" "$tmp/disk.raw" "$tmp/forksafe-agent.deb" "$tmp/forksafe-openssl.deb"
+rm -rf "$tmp/root" "$tmp/disk.raw" "$tmp/forksafe-agent.deb" "$tmp/forksafe-openssl.deb" "$tmp/kernels"
 rm -rf "$dest"
 mv "$tmp" "$dest"
 trap - EXIT

@@ -12,6 +12,9 @@
 #       download of what linux-image-amd64, linux-image-cloud-amd64 and
 #       linux-image-6.12-cloud-amd64 depend on today), cached by package
 #       version, with the modules the guests need in modules.cpio
+#   kernel.sh deb patched|stock[-6.12]     an installable linux-image .deb of
+#       that build (the kernel's own bindeb-pkg), cached by the same hash,
+#       linked as build/debs/linux-image-VARIANT.deb
 #   kernel.sh tree [6.12]                  a tree with the series applied, to edit
 #   kernel.sh refresh [6.12]               rewrite the series from that tree
 #   kernel.sh checkpatch [6.12]            scripts/checkpatch.pl --strict on the series
@@ -450,6 +453,47 @@ build() {
 	ln -sfn "$dest/.config" "$out/config-$name"
 }
 
+# ---- a Debian package of a build ---------------------------------------------
+# What an operator installs: the kernel's own bindeb-pkg, run in the
+# variant's tree (made ready as build does, then built incrementally: the
+# same objects as its bzImage), with this build's configuration in
+# /boot/config-*.  Its version names the inputs' hash, so apt sees every
+# change of the series as an upgrade of one package.
+deb() {
+	local name=$1 v=$1 key dest dir pkg_version
+	case "$v" in *-6.12) v=${v%-6.12}; use_version 6.12 ;; *) use_version 6.1 ;; esac
+	case "$v" in patched | stock) ;; *) die "deb: '$name' is not a kernel operators install (patched or stock, -6.12 at the end for 6.12)" ;; esac
+	local tool deb_file
+	for tool in dpkg-buildpackage fakeroot rsync; do
+		command -v "$tool" >/dev/null || die "deb: bindeb-pkg needs $tool (dpkg-dev, fakeroot, rsync): run 'make deps'"
+	done
+	key=$(input_hash "$v")
+	[ "$ver" = 6.1 ] || key=$ver-$key
+	dest=$cache/kernels/$v-$key
+	mkdir -p "$out/debs"
+	if [ -z "$(find "$dest" -maxdepth 1 -name 'linux-image-*.deb' 2>/dev/null)" ]; then
+		dir=$(build_dir "$v")
+		log "$v: packaging in $dir (inputs $key)"
+		prepare_tree "$v" "$dir"
+		configure "$v" "$dir"
+		pkg_version="1+forksafe.${key##*-}"
+		rm -f "$dir"/../linux-image-*_"$pkg_version"_*.deb "$dir"/../linux-libc-dev_"$pkg_version"_*.deb
+		if ! with_progress "$v: bindeb-pkg" "$dir/deb.log" \
+			make -C "$dir" -j"$jobs" ARCH=x86_64 KDEB_PKGVERSION="$pkg_version" \
+			KBUILD_BUILD_USER=forksafe KBUILD_BUILD_HOST=forksafe DEBEMAIL=forksafe@example.org \
+			DEBFULLNAME=forksafe bindeb-pkg; then
+			tail -n 20 "$dir/deb.log" >&2
+			die "$v: bindeb-pkg failed, log in $dir/deb.log"
+		fi
+		mkdir -p "$dest"
+		cp "$dir"/../linux-image-*_"$pkg_version"_amd64.deb "$dest/"
+		rm -f "$dir"/../*_"$pkg_version"_*.deb "$dir"/../*_"$pkg_version"_*.buildinfo "$dir"/../*_"$pkg_version"_*.changes
+	fi
+	deb_file=$(find "$dest" -maxdepth 1 -name 'linux-image-*.deb' | head -n 1)
+	ln -sfn "$deb_file" "$out/debs/linux-image-$name.deb"
+	log "$v: $(basename "$(readlink "$out/debs/linux-image-$name.deb")") (build/debs/linux-image-$name.deb)"
+}
+
 # ---- developer workflow ------------------------------------------------------
 tree() {
 	if [ -e "$devtree/.git" ]; then
@@ -490,6 +534,7 @@ checkpatch() {
 
 case "${1:-}" in
 build) build "${2:-}" ;;
+deb) deb "${2:-}" ;;
 tree | refresh | checkpatch) use_version "${2:-6.1}"; "$1" ;;
-*) die "usage: kernel.sh build VARIANT[-6.12] | tree [6.12] | refresh [6.12] | checkpatch [6.12]" ;;
+*) die "usage: kernel.sh build VARIANT[-6.12] | deb patched|stock[-6.12] | tree [6.12] | refresh [6.12] | checkpatch [6.12]" ;;
 esac
