@@ -201,10 +201,11 @@ image: deps $(AGENT_DEB) $(OPENSSL_DEB)
 	@guest/build-image.sh $(BUILD)/image $(AGENT_DEB) $(OPENSSL_DEB)
 
 # The image with the packaged patched kernel installed (make kernel-deb), as
-# an operator would upgrade a golden image: boot it with IMAGE=$(BUILD)/image-kernel/disk.qcow2.
+# an operator would upgrade a golden image: boot it with
+# IMAGE=$(BUILD)/image-kernel/disk.qcow2 (LINUX=6.12: image-kernel-6.12).
 image-kernel: deps $(AGENT_DEB) $(OPENSSL_DEB)
 	@kernel-patches/kernel.sh deb patched$(KSUFFIX)
-	@guest/build-image.sh $(BUILD)/image-kernel $(AGENT_DEB) $(OPENSSL_DEB) $(BUILD)/debs/linux-image-patched$(KSUFFIX).deb
+	@guest/build-image.sh $(BUILD)/image-kernel$(KSUFFIX) $(AGENT_DEB) $(OPENSSL_DEB) $(BUILD)/debs/linux-image-patched$(KSUFFIX).deb
 
 # ---- host tools ----------------------------------------------------------------
 # They include guest/protocol.h, what the agent and the host share.

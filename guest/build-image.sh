@@ -11,7 +11,7 @@
 # is installed beside Debian's kernel with dpkg, its initramfs made by the
 # image's own initramfs-tools; the newest kernel in /boot is the one the
 # suite boots, so such an image runs the packaged kernel (make
-# image-kernel, build/image-kernel).
+# image-kernel, build/image-kernel; LINUX=6.12: build/image-kernel-6.12).
 # The image is cached under $FORKSAFE_CACHE/images/, keyed by a hash of its
 # inputs (this script and the packages), and LINK points at its directory:
 #   disk.qcow2   shaped like a cloud image: a GPT disk whose first
