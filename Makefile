@@ -55,8 +55,9 @@ DEBS := linux-source-6.1 linux-source-6.12 bc bison flex libelf-dev libssl-dev c
 	gcc make clang libclang-rt-14-dev \
 	qemu-system-x86 qemu-utils vde2 wireguard-tools busybox-static \
 	libvirt-daemon-system libvirt-clients libvirt-dev \
-	libjson-c-dev libpcap-dev jq shellcheck python3-ply python3-git chromium e2fsprogs kmod mmdebstrap fdisk lintian \
-	dpkg-dev fakeroot rsync
+	libjson-c-dev libpcap-dev jq shellcheck python3-ply python3-git chromium e2fsprogs kmod mmdebstrap fdisk lintian
+# What the kernel's bindeb-pkg needs besides (make kernel-deb only).
+KERNEL_DEB_DEBS := dpkg-dev fakeroot rsync debhelper
 
 .PHONY: all help deps kernels kernel kernel-stock kernel-kunit kernel-debug kernel-bench kernel-deb image-kernel kernel-tree refresh-patches \
 	checkpatch guest agent-deb openssl-deb debs image tools corpus check demo bench-rng bench-wg bench-vdso bench-openssl cold-clones storm crowd wg-scale wg-deploy mutants fuzz clean
@@ -102,7 +103,8 @@ kernel-bench:
 	@kernel-patches/kernel.sh build stock-bench$(KSUFFIX)
 	@kernel-patches/kernel.sh build patched-bench$(KSUFFIX)
 # The patched kernel as operators install it: build/debs/linux-image-patched[-6.12].deb.
-kernel-deb: deps
+kernel-deb:
+	@$(MAKE) --no-print-directory deps DEBS="$(DEBS) $(KERNEL_DEB_DEBS)"
 	@kernel-patches/kernel.sh deb patched$(KSUFFIX)
 # The kernels the operators' targets measure: each built (or found cached).
 KERNELS ?= patched stock
@@ -204,7 +206,7 @@ image: deps $(AGENT_DEB) $(OPENSSL_DEB)
 # an operator would upgrade a golden image: boot it with
 # IMAGE=$(BUILD)/image-kernel/disk.qcow2 (LINUX=6.12: image-kernel-6.12).
 image-kernel: deps $(AGENT_DEB) $(OPENSSL_DEB)
-	@kernel-patches/kernel.sh deb patched$(KSUFFIX)
+	@$(MAKE) --no-print-directory kernel-deb
 	@guest/build-image.sh $(BUILD)/image-kernel$(KSUFFIX) $(AGENT_DEB) $(OPENSSL_DEB) $(BUILD)/debs/linux-image-patched$(KSUFFIX).deb
 
 # ---- host tools ----------------------------------------------------------------

@@ -464,8 +464,9 @@ deb() {
 	case "$v" in *-6.12) v=${v%-6.12}; use_version 6.12 ;; *) use_version 6.1 ;; esac
 	case "$v" in patched | stock) ;; *) die "deb: '$name' is not a kernel operators install (patched or stock, -6.12 at the end for 6.12)" ;; esac
 	local tool deb_file
-	for tool in dpkg-buildpackage fakeroot rsync; do
-		command -v "$tool" >/dev/null || die "deb: bindeb-pkg needs $tool (dpkg-dev, fakeroot, rsync): run 'make deps'"
+	for tool in dpkg-buildpackage fakeroot rsync dh_testdir; do
+		command -v "$tool" >/dev/null ||
+			die "deb: bindeb-pkg needs $tool (dpkg-dev, fakeroot, rsync, debhelper): run 'make kernel-deb'"
 	done
 	key=$(input_hash "$v")
 	[ "$ver" = 6.1 ] || key=$ver-$key
