@@ -416,16 +416,24 @@ debian_fetch() {
 }
 
 # build NAME: NAME is a variant, with -6.12 at its end for 6.12.
-build() {
-	local name=$1 v=$1 key dest dir
-	case "$name" in debian*) debian_fetch "$name"; return ;; esac
+# variant NAME: for a build or a package of NAME, v (the variant without
+# its version), the version's paths (use_version), key (the inputs' hash)
+# and dest (its place in the cache).
+variant() {
+	v=$1
 	case "$v" in *-6.12) v=${v%-6.12}; use_version 6.12 ;; *) use_version 6.1 ;; esac
-	case "$v" in patched | stock | kunit | debug | patched-bench | stock-bench | mutant-*) ;;
-	*) die "unknown variant '$name' (patched, stock, kunit, debug, patched-bench, stock-bench, mutant-NAME; -6.12 at the end for 6.12)" ;;
-	esac
 	key=$(input_hash "$v")
 	[ "$ver" = 6.1 ] || key=$ver-$key
 	dest=$cache/kernels/$v-$key
+}
+
+build() {
+	local name=$1 v=$1 key dest dir
+	case "$name" in debian*) debian_fetch "$name"; return ;; esac
+	variant "$name"
+	case "$v" in patched | stock | kunit | debug | patched-bench | stock-bench | mutant-*) ;;
+	*) die "unknown variant '$name' (patched, stock, kunit, debug, patched-bench, stock-bench, mutant-NAME; -6.12 at the end for 6.12)" ;;
+	esac
 	mkdir -p "$out"
 	if [ -f "$dest/bzImage" ]; then
 		log "$v: cached ($dest)"
@@ -461,16 +469,13 @@ build() {
 # change of the series as an upgrade of one package.
 deb() {
 	local name=$1 v=$1 key dest dir pkg_version
-	case "$v" in *-6.12) v=${v%-6.12}; use_version 6.12 ;; *) use_version 6.1 ;; esac
+	variant "$name"
 	case "$v" in patched | stock) ;; *) die "deb: '$name' is not a kernel operators install (patched or stock, -6.12 at the end for 6.12)" ;; esac
 	local tool deb_file
 	for tool in dpkg-buildpackage fakeroot rsync dh_testdir; do
 		command -v "$tool" >/dev/null ||
 			die "deb: bindeb-pkg needs $tool (dpkg-dev, fakeroot, rsync, debhelper): run 'make kernel-deb'"
 	done
-	key=$(input_hash "$v")
-	[ "$ver" = 6.1 ] || key=$ver-$key
-	dest=$cache/kernels/$v-$key
 	mkdir -p "$out/debs"
 	if [ -z "$(find "$dest" -maxdepth 1 -name 'linux-image-*.deb' 2>/dev/null)" ]; then
 		dir=$(build_dir "$v")
