@@ -8,6 +8,8 @@
 #   make bench-vdso   what the 6.12 vDSO getrandom() check costs, in instructions
 #   make bench-openssl what forksafe-openssl costs per RAND_bytes(16), in
 #                     instructions (valgrind), CALLS=20000
+#   make image-openssl  OpenSSL's DRBGs and a TLS server forked in the image of
+#                     make image-kernel, provider on and off (LINUX=6.12, CLONES=2)
 #   make cold-clones  boots of one golden image: identical RNG output or not
 #                     CLONES=3, COLD_ROWS="det,fresh,none,qemu64,no ..."
 #   make storm        chained forks, a clone of a clone ..., DEPTH=100 levels,
@@ -34,7 +36,8 @@
 #   make debs         every package an operator installs, in build/: forksafe-agent,
 #                     forksafe-openssl, forksafe-guest (seed tool, fork hooks and
 #                     their units), libforksafe1, libforksafe-dev
-#   make image        a Debian 12 image with systemd and the agent (KERNELS=debian-image)
+#   make image        a Debian 12 image with systemd and the packages of make debs
+#                     installed with apt (KERNELS=debian-image)
 # Knobs for all: KERNELS="patched stock" (add patched-6.12 stock-6.12 for
 #   6.12; built as needed), KERNEL=/path/bzImage (that kernel alone),
 #   IMAGE=/path/golden.qcow2 (an operator's image alone, its own kernel), QEMU=,
@@ -59,7 +62,7 @@ DEBS := linux-source-6.1 linux-source-6.12 bc bison flex libelf-dev libssl-dev c
 # What the kernel's bindeb-pkg needs besides (make kernel-deb only).
 KERNEL_DEB_DEBS := dpkg-dev fakeroot rsync debhelper
 
-.PHONY: all help deps kernels kernel kernel-stock kernel-kunit kernel-debug kernel-bench kernel-deb image-kernel kernel-tree refresh-patches \
+.PHONY: all help deps kernels kernel kernel-stock kernel-kunit kernel-debug kernel-bench kernel-deb image-kernel image-openssl kernel-tree refresh-patches \
 	checkpatch guest agent-deb openssl-deb debs image tools corpus check demo bench-rng bench-wg bench-vdso bench-openssl cold-clones storm crowd wg-scale wg-deploy mutants fuzz clean
 
 all: kernel kernel-stock guest tools
@@ -199,15 +202,23 @@ $(LIB_DEB) $(DEV_DEB): $(BUILD)/lib/libforksafe.so.1 $(BUILD)/lib/libforksafe.a 
 	guest/build-deb.sh $(if $(filter $(LIB_DEB),$@),lib,dev) $@ $(BUILD)/lib
 debs: $(AGENT_DEB) $(OPENSSL_DEB) $(GUEST_DEB) $(LIB_DEB) $(DEV_DEB)
 
-image: deps $(AGENT_DEB) $(OPENSSL_DEB)
-	@guest/build-image.sh $(BUILD)/image $(AGENT_DEB) $(OPENSSL_DEB)
+# What the image installs (guest/build-image.sh takes them from $(BUILD)).
+IMAGE_DEBS := $(AGENT_DEB) $(GUEST_DEB) $(LIB_DEB) $(OPENSSL_DEB)
+image: deps $(IMAGE_DEBS)
+	@guest/build-image.sh $(BUILD)/image $(BUILD)
 
 # The image with the packaged patched kernel installed (make kernel-deb), as
 # an operator would upgrade a golden image: boot it with
 # IMAGE=$(BUILD)/image-kernel/disk.qcow2 (LINUX=6.12: image-kernel-6.12).
-image-kernel: deps $(AGENT_DEB) $(OPENSSL_DEB)
+image-kernel: deps $(IMAGE_DEBS)
 	@$(MAKE) --no-print-directory kernel-deb
-	@guest/build-image.sh $(BUILD)/image-kernel$(KSUFFIX) $(AGENT_DEB) $(OPENSSL_DEB) $(BUILD)/debs/linux-image-patched$(KSUFFIX).deb
+	@guest/build-image.sh $(BUILD)/image-kernel$(KSUFFIX) $(BUILD) $(BUILD)/debs/linux-image-patched$(KSUFFIX).deb
+
+# OpenSSL's DRBG rows and the TLS server in that image, provider on and off.
+image-openssl: image-kernel
+	@$(MAKE) --no-print-directory guest tools
+	@IMAGE=$(BUILD)/image-kernel$(KSUFFIX)/disk.qcow2 snapshot-tests/drivers/image-openssl.sh \
+		--clones "$(if $(filter command line environment,$(origin CLONES)),$(CLONES),2)"
 
 # ---- host tools ----------------------------------------------------------------
 # They include guest/protocol.h, what the agent and the host share.

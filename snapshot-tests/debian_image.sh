@@ -44,7 +44,7 @@ set -euo pipefail
 qemu_setup
 
 progress "debian_image: the image (built once, then cached)"
-"$FORKSAFE_ROOT/guest/build-image.sh" "$BUILD/image" "$BUILD/forksafe-agent.deb" "$BUILD/forksafe-openssl.deb" \
+"$FORKSAFE_ROOT/guest/build-image.sh" "$BUILD/image" "$BUILD" \
 	>"$RUN_DIR/image.log" 2>&1 ||
 	die "debian_image: no image: $(tail -n 1 "$RUN_DIR/image.log")"
 require_kernels debian_image debian-image patched@debian-image

@@ -22,7 +22,7 @@ phase() {
 }
 
 phase deps make -C "$root" --no-print-directory deps
-phase "guest and host tools" make -C "$root" --no-print-directory guest agent-deb openssl-deb tools
+phase "guest and host tools" make -C "$root" --no-print-directory guest debs tools
 
 # The Debian image and Debian's 6.12 cloud kernel (debian_image's and
 # debian_kernels') come beside the kernel builds: mostly downloads and
