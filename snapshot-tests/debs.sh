@@ -33,10 +33,10 @@ t_eq "built twice, the second under umask 077, every package the same byte for b
 # contents DEB: the paths it packs, one a line, without the leading dot.
 contents() { dpkg-deb -c "$work/a/$1.deb" | awk '$1 !~ /^d/ { print $6 }' | sed 's/^\.//' | sort | tr '\n' ' '; }
 t_eq "forksafe-guest holds the tools, their units and the hooks" "$(contents forksafe-guest)" \
-	"/etc/forksafe/fork.d/10-clock /etc/forksafe/fork.d/15-dhcp /etc/forksafe/fork.d/20-wireguard /etc/forksafe/fork.d/30-seed /lib/systemd/system/forksafe-hooks.service /lib/systemd/system/forksafe-seed.service /usr/sbin/forksafe-hooks /usr/sbin/forksafe-seed /usr/share/doc/forksafe-guest/changelog.gz /usr/share/doc/forksafe-guest/copyright /usr/share/lintian/overrides/forksafe-guest /usr/share/man/man8/forksafe-hooks.8.gz /usr/share/man/man8/forksafe-seed.8.gz "
+	"/etc/forksafe/fork.d/10-clock /etc/forksafe/fork.d/12-identity /etc/forksafe/fork.d/15-dhcp /etc/forksafe/fork.d/20-wireguard /etc/forksafe/fork.d/30-seed /lib/systemd/system/forksafe-hooks.service /lib/systemd/system/forksafe-seed.service /usr/sbin/forksafe-hooks /usr/sbin/forksafe-seed /usr/share/doc/forksafe-guest/changelog.gz /usr/share/doc/forksafe-guest/copyright /usr/share/lintian/overrides/forksafe-guest /usr/share/man/man8/forksafe-hooks.8.gz /usr/share/man/man8/forksafe-seed.8.gz "
 dpkg-deb -e "$work/a/forksafe-guest.deb" "$work/guest.control"
 t_eq "the hooks are conffiles" "$(tr '\n' ' ' <"$work/guest.control/conffiles")" \
-	"/etc/forksafe/fork.d/10-clock /etc/forksafe/fork.d/15-dhcp /etc/forksafe/fork.d/20-wireguard /etc/forksafe/fork.d/30-seed "
+	"/etc/forksafe/fork.d/10-clock /etc/forksafe/fork.d/12-identity /etc/forksafe/fork.d/15-dhcp /etc/forksafe/fork.d/20-wireguard /etc/forksafe/fork.d/30-seed "
 t_eq "libforksafe-dev holds the header, the libraries, pkg-config and the manual" "$(contents libforksafe-dev)" \
 	"/usr/include/forksafe.h /usr/lib/x86_64-linux-gnu/libforksafe.a /usr/lib/x86_64-linux-gnu/libforksafe.so /usr/lib/x86_64-linux-gnu/pkgconfig/libforksafe.pc /usr/share/doc/libforksafe-dev/changelog.gz /usr/share/doc/libforksafe-dev/copyright /usr/share/man/man3/libforksafe.3.gz "
 
