@@ -728,21 +728,34 @@ static int cmd_dyndbg(const char *args)
 }
 
 /*
- * "sh PATH": run a shell script the host packed into the initramfs (a
- * network of many WireGuard peers is a script, not a command per peer);
- * its output back as "out=" lines.
+ * "sh PATH [ARG...]": run a shell script the host packed into the
+ * initramfs (a network of many WireGuard peers is a script, not a command
+ * per peer) with up to SH_ARGS words as its arguments; its output back as
+ * "out=" lines.
  */
+#define SH_ARGS 8
 static int cmd_sh(const char *args)
 {
-	char path[256];
+	char buf[1024], *argv[SH_ARGS + 3], *save;
+	int argc = 0;
 
-	if (sscanf(args, "%255s", path) != 1 || path[0] != '/')
+	if (strlen(args) >= sizeof(buf))
 		return -EINVAL;
-	if (access(path, R_OK)) {
-		reply("error=%s: %s", path, strerror(errno));
+	strcpy(buf, args);
+	argv[argc++] = "/bin/sh";
+	for (char *w = strtok_r(buf, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
+		if (argc == SH_ARGS + 2)
+			return -E2BIG;
+		argv[argc++] = w;
+	}
+	argv[argc] = NULL;
+	if (argc < 2 || argv[1][0] != '/')
+		return -EINVAL;
+	if (access(argv[1], R_OK)) {
+		reply("error=%s: %s", argv[1], strerror(errno));
 		return -ENOENT;
 	}
-	return run((char *[]){ "/bin/sh", path, NULL });
+	return run(argv);
 }
 
 /* "stream start NAME DST PORT INTERVAL-US" | "stream stop|stat NAME" */
