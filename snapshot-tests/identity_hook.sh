@@ -18,6 +18,7 @@ hook=$root/guest/fork.d/12-identity
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/bin"
+real_ip=$(command -v ip) || t_fail "ip (iproute2) is installed"
 
 # wg: genkey prints KEY-N (N counting up), pubkey prints PUB(its input),
 # set logs and fails for the interface "bad".
@@ -46,9 +47,9 @@ run() {
 	: >"$work/log"
 	rc=0
 	# shellcheck disable=SC2016 # expanded by the inner bash
-	PATH="$work/bin:$PATH" FAKE_LOG=$work/log FORKSAFE_IDENTITY_CONF=$1 unshare -n bash -c '
-		mac() { ip -o link show eth0 | sed -n "s|.*link/ether \([0-9a-f:]*\) .*|\1|p"; }
-		ip link add eth0 type veth 2>/dev/null || ip link add eth0 type dummy 2>/dev/null || exit 97
+	PATH="$work/bin:$PATH" FAKE_LOG=$work/log FORKSAFE_IDENTITY_CONF=$1 REAL_IP=$real_ip unshare -n bash -c '
+		mac() { "$REAL_IP" -o link show eth0 | sed -n "s|.*link/ether \([0-9a-f:]*\) .*|\1|p"; }
+		"$REAL_IP" link add eth0 type veth 2>/dev/null || "$REAL_IP" link add eth0 type dummy 2>/dev/null || exit 97
 		mac >"$2"
 		rc=0
 		$3 "$4" >"$5" 2>&1 || rc=$?
@@ -87,4 +88,27 @@ for shell in sh "busybox sh"; do
 	FAKE_PROVISION_STATUS=3 run "$work/fails.conf"
 	t_check "$tag: PROVISION's failure fails the hook" test "$rc" != 0
 done
+
+# Where ip cannot set a MAC (busybox's ip without AF_PACKET), ifconfig
+# does; where neither can, the hook fails before PROVISION.  Under sh
+# alone: busybox sh would run its own applets.
+mkdir -p "$work/noip"
+cat >"$work/noip/ip" <<'SH'
+#!/bin/sh
+echo "ip: socket: Address family not supported by protocol" >&2
+exit 2
+SH
+cat >"$work/noip/ifconfig" <<'SH'
+#!/bin/sh
+echo "ifconfig $*" >>"$FAKE_LOG"
+SH
+chmod +x "$work/noip/ip" "$work/noip/ifconfig"
+shell="sh"
+PATH="$work/noip:$PATH" run "$work/all.conf"
+t_eq "ip cannot: status 0" "$rc" 0
+t_check "ip cannot: ifconfig sets the MAC" grep -qE '^ifconfig eth0 hw ether ([0-9a-f]{2}:){5}[0-9a-f]{2}$' "$work/log"
+printf '#!/bin/sh\nexit 1\n' >"$work/noip/ifconfig"
+PATH="$work/noip:$PATH" run "$work/all.conf"
+t_eq "neither can: the hook fails, PROVISION not run" "$rc $(grep -c '^provision' "$work/log" || true)" "1 0"
+t_check "neither can: it says why in one line" grep -q '^identity: eth0: could not set a new MAC: ip: socket: Address family not supported' "$work/out"
 t_done
