@@ -18,8 +18,9 @@
 #   make wg-scale     a VM with PEERS="1 10 50 200" WireGuard peers, forked
 #   make wg-deploy    WireGuard clones after live snapshots (the original ran on
 #                     LIVE="0 10 130" s), with clocks BEHIND="1 60 3600" s and
-#                     side by side with one key for BOTH="20" s, with and
-#                     without the fork hooks that step their clocks
+#                     side by side with one key for BOTH="20" s, an hour behind
+#                     with SCALE="50" peers, with and without the fork hooks
+#                     that step their clocks
 #   make check        build everything and run snapshot-tests/ (KTAP)
 #                     TESTS="boot_vmgenid ..." a subset
 # Developers:
@@ -152,7 +153,8 @@ $(BUILD)/forksafe-hooks: guest/hooks.c guest/forksafe.c guest/sha256.c guest/for
 	$(CC) $(GUEST_CFLAGS) -o $@ $(filter %.c,$^)
 
 GUEST_PROGRAMS := $(BUILD)/forksafe-agent $(BUILD)/forksafe-seed $(BUILD)/forksafe-cold $(BUILD)/forksafe-hooks
-$(BUILD)/initramfs.cpio: $(BUILD)/init $(GUEST_PROGRAMS) guest/build-initramfs.sh guest/test-hooks guest/fork.d $(wildcard guest/test-hooks/* guest/fork.d/*)
+$(BUILD)/initramfs.cpio: $(BUILD)/init $(GUEST_PROGRAMS) guest/build-initramfs.sh guest/test-hooks guest/fork.d guest/test-identity \
+		$(wildcard guest/test-hooks/* guest/fork.d/* guest/test-identity/*)
 	guest/build-initramfs.sh $@ $(BUILD)/init $(GUEST_PROGRAMS)
 
 # The seed tool's mutants (guest/mutants/NAME.patch, each a bug the crash
@@ -367,9 +369,10 @@ wg-scale: deps
 LIVE ?= 0 10 130
 BEHIND ?= 1 60 3600
 BOTH ?= 20
+SCALE ?= 50
 wg-deploy: deps
 	@$(MAKE) --no-print-directory kernels guest tools
-	@snapshot-tests/drivers/wg-deploy.sh --live "$(LIVE)" --behind "$(BEHIND)" --both "$(BOTH)" \
+	@snapshot-tests/drivers/wg-deploy.sh --live "$(LIVE)" --behind "$(BEHIND)" --both "$(BOTH)" --scale "$(SCALE)" \
 		--clones "$(if $(filter command line environment,$(origin CLONES)),$(CLONES),2)"
 
 # CLONES here defaults to 16 clones at once.

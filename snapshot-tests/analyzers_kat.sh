@@ -127,6 +127,7 @@ for dir in "$KAT"/sibling/*/; do verdict_case "${dir%/}" wg-sibling.jq; done
 for dir in "$KAT"/tcp/*/; do verdict_case "${dir%/}" tcp-secret.jq; done
 for dir in "$KAT"/clock/*/; do verdict_case "${dir%/}" wg-clock.jq; done
 for dir in "$KAT"/both/*/; do verdict_case "${dir%/}" wg-both.jq; done
+for dir in "$KAT"/scale-clock/*/; do verdict_case "${dir%/}" wg-scale-clock.jq; done
 
 # A row that failed before the analyzer ran still names its shape, its crng
 # state and the kernel parameters it booted with.

@@ -1152,7 +1152,9 @@ static void html_wg_title(const struct row *r)
 	} else {
 		printf(", the clock %lld s behind", num(r->json, "behind"));
 	}
-	if (step)
+	if (step && !strcmp(step, "identity"))
+		fputs(", fork hooks with identities of their own", stdout);
+	else if (step)
 		fputs(!strcmp(step, "hook") ? ", fork hooks" : ", nothing steps the clock", stdout);
 	printf("</h3>\n");
 }

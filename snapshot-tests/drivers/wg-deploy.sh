@@ -10,6 +10,10 @@
 #    clones of one snapshot restored together next to one restore of the
 #    peer for BOTH seconds: whom the peer heard, when, how often it went
 #    from one to the other, and whether they reused (key, nonce) pairs.
+#  - The same at scale ("clocks behind at scale", lib/wg_scale.sh): a VM
+#    with SCALE peers on one hub, every one in use and kept alive (25 s),
+#    its clones' clocks 3600 s behind: how many peers answered each clone,
+#    and when the last did.
 # For each kernel with nothing stepping the clock and, where the kernel
 # has a fork signal, with the fork hooks a guest installs (guest/fork.d/:
 # the clock from the RTC, the handshakes started over).  Per row: each
@@ -20,7 +24,7 @@
 # the host's at the end, and why a clone had no tunnel.
 #
 #   wg-deploy.sh [--kernels "patched stock"] [--live "0 10 130"] [--behind "1 60 3600"]
-#                [--both "20"] [--clones 2] [--window S] [--out DIR]
+#                [--both "20"] [--scale "50"] [--clones 2] [--window S] [--out DIR]
 # An empty list leaves its case out (one case at least).
 #
 # The table goes to stdout and DIR/wg-deploy.md, the rows to
@@ -34,12 +38,14 @@ kernels=$(test_kernels)
 live_list="0 10 130"
 behind_list="1 60 3600"
 both_list=20
+scale_list=50
 nclones=2
 window=8
 out=${RESULTS:-$FORKSAFE_ROOT/results}
 opts_parse wg-deploy --kernels=kernels --live=live_list --behind=behind_list --both=both_list \
-	--clones=nclones --window=window --out=out -- "$@"
-[ -n "$live_list$behind_list$both_list" ] || die "wg-deploy: --live, --behind and --both are all empty: no case to run"
+	--scale=scale_list --clones=nclones --window=window --out=out -- "$@"
+[ -n "$live_list$behind_list$both_list$scale_list" ] ||
+	die "wg-deploy: --live, --behind, --both and --scale are all empty: no case to run"
 for l in $live_list; do
 	case "$l" in 0) ;; '' | *[!0-9]* | 0*) die "wg-deploy: --live wants whole numbers of seconds, not '$l'" ;; esac
 done
@@ -47,6 +53,11 @@ done
 [ -z "$behind_list" ] || opts_counts wg-deploy --behind $behind_list
 # shellcheck disable=SC2086
 [ -z "$both_list" ] || opts_counts wg-deploy --both $both_list
+# shellcheck disable=SC2086
+[ -z "$scale_list" ] || opts_counts wg-deploy --scale $scale_list
+for p in $scale_list; do
+	[ "$p" -le "$SCALE_MAX_PEERS" ] || die "wg-deploy: --scale: at most $SCALE_MAX_PEERS peers, not $p"
+done
 opts_counts wg-deploy --clones "$nclones"
 opts_counts wg-deploy --window "$window"
 # shellcheck disable=SC2086
@@ -56,8 +67,13 @@ results_lock wg-deploy "$out"
 mkdir -p "$out/wg-deploy"
 export WG_WINDOW_S=$window
 
-# steps KERNEL_NAME: what can step a clone's clock on that kernel.
-steps() { if [ "$(kernel_role "$1")" = patched ]; then echo none hook; else echo none; fi; }
+# steps KERNEL_NAME CASE: what can step a clone's clock on that kernel (the
+# fork hooks need its fork signal); clones side by side also get
+# identities of their own from the hooks (12-identity).
+steps() {
+	if [ "$(kernel_role "$1")" != patched ]; then echo none; return; fi
+	case "$2" in both) echo none hook identity ;; *) echo none hook ;; esac
+}
 
 rows=()
 for k in $kernels; do
@@ -68,10 +84,24 @@ for k in $kernels; do
 		both) list=$both_list ;;
 		esac
 		for secs in $list; do
-			for step in $(steps "$k"); do
+			for step in $(steps "$k" "$case"); do
 				rows+=("$out/wg-deploy/$k-$case-$secs-$step.json")
 				WG_CLOCK_STEP=$step wg_clock_row "$k" "$case" "$secs" "$nclones" "${rows[-1]}" || true
 			done
+		done
+	done
+done
+
+# At scale: an hour behind, each clone 40 s beside the hub: past the 25 s
+# keepalive, which the hub's own keepalive just after the resume re-arms,
+# so that a kernel keeping its pre-fork sessions shows them.
+scale_rows=()
+for k in $kernels; do
+	for p in $scale_list; do
+		for step in $(steps "$k" behind); do
+			scale_rows+=("$out/wg-deploy/$k-scale-$p-$step.json")
+			SCALE_BEHIND_S=3600 SCALE_WINDOW_S=40 WG_CLOCK_STEP=$step \
+				scale_behind_row "$k" "$p" "$nclones" "${scale_rows[-1]}" || true
 		done
 	done
 done
@@ -120,7 +150,7 @@ table_both() {
 		[ "${verdict%%:*}" != error ] || errors=$((errors + 1))
 		jq -r --arg v "$verdict" '
 			def each(f): [.result.clones[] | f] | map(tostring) | join(", ");
-			"| \(.kernel) | \(.both) | \(if .step == "hook" then "fork hooks" else "nothing" end) | " +
+			"| \(.kernel) | \(.both) | \({hook: "fork hooks", identity: "fork hooks, identities of their own"}[.step] // "nothing") | " +
 			if .error or ($v | startswith("error")) then "\($v) ||||||||" else
 			"\($v | split(":")[0]) | \(each(if .first_answer_us >= 0 then .first_answer_us / 1000 | floor else "never" end)) | " +
 			"\(each("\(.data_sent) / \(.delivered)")) | \(each("\(.initiations) (\(.unanswered_initiations))")) | " +
@@ -131,7 +161,32 @@ table_both() {
 	echo
 	for r in "${rows[@]}"; do
 		[ "$(jq -r .kind "$r")" = wg-both ] || continue
-		echo "- $(jq -r '"\(.kernel), \(.both) s side by side, \(if .step == "hook" then "fork hooks" else "no step" end)"' "$r"): $(wg_both_verdict "$r")"
+		echo "- $(jq -r '"\(.kernel), \(.both) s side by side, \({hook: "fork hooks", identity: "fork hooks with identities of their own"}[.step] // "no step")"' "$r"): $(wg_both_verdict "$r")"
+	done
+}
+
+# table_scale: the rows at scale.
+table_scale() {
+	local r verdict
+	echo "| kernel | peers | behind (s) | clock stepped by | verdict | peers answered (per clone) | last answer (ms, per clone) | initiations (unanswered) | pre-fork-key packets |"
+	echo "|---|---|---|---|---|---|---|---|---|"
+	for r in "${scale_rows[@]}"; do
+		verdict=$(scale_clock_verdict "$r")
+		[ "${verdict%%:*}" != error ] || errors=$((errors + 1))
+		jq -r --arg v "$verdict" '
+			def each(f): [.result.fresh.clones[] | f] | map(tostring) | join(", ");
+			def answered: [.peers[] | select(.handshake_us >= 0)];
+			"| \(.kernel) | \(.peers) | \(.behind) | \(if .step == "hook" then "fork hooks" else "nothing" end) | " +
+			if .error or ($v | startswith("error")) then "\($v) |||||" else
+			"\($v | split(":")[0]) | \(each("\(answered | length) of \(.peers | length)")) | " +
+			"\(each(if (answered | length) > 0 then [answered[].handshake_us] | max / 1000 | floor else "never" end)) | " +
+			"\(each("\(.initiations) (\(.unanswered_initiations))")) | \(each(.prefork_packets)) |" end' "$r"
+	done
+	echo
+	echo "Why, per row:"
+	echo
+	for r in "${scale_rows[@]}"; do
+		echo "- $(jq -r '"\(.kernel), \(.peers) peers, \(.behind) s behind, \(if .step == "hook" then "fork hooks" else "no step" end)"' "$r"): $(scale_clock_verdict "$r")"
 	done
 }
 
@@ -163,6 +218,14 @@ table_both() {
 		echo
 		table_both
 	fi
+	if [ -n "$scale_list" ]; then
+		echo
+		echo "### Clocks behind at scale"
+		echo
+		echo "A VM with the row's WireGuard peers on one hub guest (lib/wg_scale.sh), every peer in use and kept alive every 25 s, no other traffic; each clone's wall clock resumes 3600 s behind the last initiation the hub took from its key, next to a restore of the hub for 40 s. A peer answered: the clone's capture holds its answer to one of the clone's own initiations."
+		echo
+		table_scale
+	fi
 } >"$out/wg-deploy.md.tmp"
 mv "$out/wg-deploy.md.tmp" "$out/wg-deploy.md"
 cat "$out/wg-deploy.md"
@@ -176,7 +239,9 @@ for r in "${rows[@]}"; do
 	if [ "$(jq -r .kind "$r")" = wg-both ]; then v=$(wg_both_verdict "$r"); else v=$(wg_clock_verdict "$r"); fi
 	jq --arg v "$v" '. + {verdict: $v}' "$r" >"${judged[-1]}"
 done
-"$BUILD/fork-report" -f html "${judged[@]}" >"$out/wg-deploy.html.tmp"
-mv "$out/wg-deploy.html.tmp" "$out/wg-deploy.html"
-echo "wg-deploy: the page is $out/wg-deploy.html" >&2
+if [ ${#judged[@]} -gt 0 ]; then
+	"$BUILD/fork-report" -f html "${judged[@]}" >"$out/wg-deploy.html.tmp"
+	mv "$out/wg-deploy.html.tmp" "$out/wg-deploy.html"
+	echo "wg-deploy: the page is $out/wg-deploy.html" >&2
+fi
 [ "$errors" = 0 ] || die "wg-deploy: $errors row(s) could not be measured (see the table)"

@@ -163,7 +163,7 @@ WG_VM_VCPUS=1
 wg_snapshot() {
 	local kname=$1 kernel=$2 traffic=$3 dir=$4 shape=${5:-} tag="wg $1 $3"
 	local -a hooks=()
-	case "$traffic:$WG_CLOCK_STEP" in behind:hook | live:hook | both:hook) hooks=(--append "forksafe.hooks=$WG_FORK_HOOKS") ;; esac
+	case "$traffic:$WG_CLOCK_STEP" in behind:hook | live:hook | both:hook | both:identity) hooks=(--append "forksafe.hooks=$WG_FORK_HOOKS") ;; esac
 	mkdir -p "$dir/peer" "$dir/vm"
 	wg_switch "${dir##*/}"
 	progress "$tag: booting the peer and the VM"
@@ -195,6 +195,7 @@ wg_snapshot() {
 	sleep "$WG_SETTLE_S"
 	if [ "$traffic" = sibling ]; then wg_received vm >"$dir/vm-sink.before"; fi
 	if [ "$traffic" = behind ]; then wg_clock_back "$dir"; fi
+	if [ "$traffic:$WG_CLOCK_STEP" = both:identity ]; then guest_call vm sh "$WG_IDENTITY/enable" >/dev/null; fi
 	if [ -n "$shape" ]; then
 		rng_require "$(guest_call vm info)" "$kname"
 		rng_prepare vm migrate-file ready "$(guest_call vm info)" "$(record_age "$shape" "$kname")"
@@ -243,7 +244,7 @@ wg_peer_debug() {
 # {"invalid", "taken"}.
 wg_peer_log() {
 	local invalid taken
-	if ! invalid=$(guest_call "$1" kmsg "Invalid handshake initiation from 10.9.0.2:" | agent_field count) ||
+	if ! invalid=$(guest_call "$1" kmsg "Invalid handshake initiation from 10.9.0." | agent_field count) ||
 		! taken=$(guest_call "$1" kmsg "Receiving handshake initiation from peer" | agent_field count); then
 		die "the peer's kernel log cannot be read"
 	fi
@@ -410,7 +411,9 @@ WG_FORK_HOOKS=/etc/forksafe/fork.d
 # WG_CLOCK_STEP says what steps their clocks.
 wg_clock_row() {
 	local kname=$1 case=$2 secs=$3 nclones=$4 out=$5
-	case "$WG_CLOCK_STEP" in none | hook) ;; *) die "wg clock: WG_CLOCK_STEP=$WG_CLOCK_STEP: none or hook" ;; esac
+	case "$WG_CLOCK_STEP:$case" in none:* | hook:* | identity:both) ;;
+	*) die "wg clock: WG_CLOCK_STEP=$WG_CLOCK_STEP: none or hook (identity: clones side by side alone)" ;;
+	esac
 	# Exported: the row's measurement runs in a shell of its own.
 	case "$case" in
 	behind) export WG_BEHIND_S=$secs ;;
@@ -541,9 +544,36 @@ wg_live_measure() {
 # sender in order (agent "sink runs"): which clone the peer heard, from
 # when to when, and how often it went from one to the other.  Whether they
 # reused (key, nonce) pairs meanwhile is wg-detect's, across the clones'
-# captures.  WG_CLOCK_STEP as in the clock rows; wg_clock_row CASE both
+# captures.  WG_CLOCK_STEP as in the clock rows, or "identity": the fork
+# hooks with 12-identity enabled before the snapshot (guest/test-identity/):
+# each clone takes a MAC, a WireGuard key and addresses of its own and
+# says its key and tunnel address on its console, which the host gives
+# the peer (as an operator's controller would).  wg_clock_row CASE both
 # makes the row, wg_both_verdict judges it.
 WG_BOTH_S=${WG_BOTH_S:-20} # the clones side by side: 4 of WireGuard's 5 s retries
+WG_IDENTITY=/etc/forksafe/test-identity
+WG_PROVISION_TIMEOUT=30
+
+# wg_provisioned CLONE: the line CLONE's provisioning said ("KEY ADDRESS").
+wg_provisioned() {
+	tr -d '\r' <"$(guest_dir "$1")/console.log" | sed -n 's/^provision: \([A-Za-z0-9+\/=]\{44\}\) \(10\.10\.0\.[0-9]*\)$/\1 \2/p' | head -n 1
+}
+wg_provision_said() { [ -n "$(wg_provisioned "$1")" ]; }
+
+# wg_provision PEER CLONE DIR: CLONE's new key given to PEER for its new
+# tunnel address; DIR/identities (a line "CLONE KEY ADDRESS" each) keeps
+# them, and a second clone with an address already taken is an error.
+wg_provision() {
+	local peer=$1 clone=$2 dir=$3 key addr
+	wait_until "$WG_PROVISION_TIMEOUT" wg_provision_said "$clone" ||
+		die "wg both: $clone said no new identity in ${WG_PROVISION_TIMEOUT}s: $(guest_console_tail "$clone")"
+	read -r key addr <<<"$(wg_provisioned "$clone")"
+	if [ -f "$dir/identities" ] && awk -v a="$addr" '$3 == a { f = 1 } END { exit !f }' "$dir/identities"; then
+		die "wg both: $clone drew $addr, which another clone has (1 in 200: run again)"
+	fi
+	echo "$clone $key $addr" >>"$dir/identities"
+	guest_call "$peer" sh "$WG_IDENTITY/peer-add" "$key" "$addr" >/dev/null
+}
 
 # wg_both_verdict ROW.json: one line, "VERDICT: why", by analyzers/wg-both.jq.
 wg_both_verdict() { jq -r -f "$FORKSAFE_ROOT/snapshot-tests/analyzers/wg-both.jq" "$1"; }
@@ -590,6 +620,7 @@ wg_both_measure() {
 		clones+=("fresh$i") pcaps+=("$dir/fresh$i.pcap")
 		progress "wg both, step $WG_CLOCK_STEP: restoring fresh$i beside the others"
 		wg_restore "$kernel" "$dir" "fresh$i" auto
+		[ "$WG_CLOCK_STEP" != identity ] || wg_provision both-peer "fresh$i" "$dir"
 	done
 	sleep "$WG_BOTH_S"
 	# Each clone answers (it ran the whole window) before the peer is read.
@@ -601,9 +632,11 @@ wg_both_measure() {
 	for i in "${clones[@]}"; do guest_quit "$i"; done
 	guest_quit both-peer
 	wg_detect "$dir/both.detect.json" "$dir/orig.pcap" "${pcaps[@]}" >"$dir/both.txt"
+	[ -f "$dir/identities" ] || : >"$dir/identities"
 	jq --slurpfile r "$dir/runs.json" --slurpfile l0 "$dir/peer.log.json" --slurpfile l "$dir/peer.log.end.json" \
-		--argjson both "$WG_BOTH_S" --arg step "$WG_CLOCK_STEP" '
-		$r[0] as $r | {both_s: $both, step: $step,
+		--argjson both "$WG_BOTH_S" --arg step "$WG_CLOCK_STEP" \
+		--argjson ids "$(jq -Rs 'split("\n")[:-1] | map(split(" ") | {clone: .[0], key: .[1], address: .[2]})' "$dir/identities")" '
+		$r[0] as $r | {both_s: $both, step: $step, identities: $ids,
 			peer_invalid_initiations: ($l[0].invalid - $l0[0].invalid),
 			peer_taken_initiations: ($l[0].taken - $l0[0].taken)} + $r + . +
 		{clones: [.clones[] | .name as $n | . + {delivered: ([$r.senders[] | select(.sender == $n) | .count] | add // 0)}]}' \

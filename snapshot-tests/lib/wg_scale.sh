@@ -19,7 +19,17 @@
 # peer in use rekeys, no idle peer is contacted, and a control (the
 # original's GUID) contacts nobody.
 #
+# With clocks behind (scale_behind_row, make wg-deploy --scale): every
+# peer in use and kept alive (PersistentKeepalive, as roaming and NATed
+# deployments run), the VM's wall clock set SCALE_BEHIND_S behind just
+# before the snapshot, so that every initiation a clone stamps is earlier
+# than the last the hub took from its key; WG_CLOCK_STEP (lib/wg_fork.sh)
+# says whether the fork hooks step the clock and start the handshakes over
+# (20-wireguard sets the peers again; each one's keepalive then initiates
+# at once).  Judged by analyzers/wg-scale-clock.jq.
+#
 #   scale_row KERNEL_NAME PEERS IN_USE CLONES OUT.json   (in the parent)
+#   scale_behind_row KERNEL_NAME PEERS CLONES OUT.json   (in the parent)
 #   scale_measure KERNEL_NAME KERNEL PEERS IN_USE CLONES (in the row's child)
 # result.json: {"peers", "in_use", "fresh": wg-detect's report of the
 # fresh clones, "control": of the control}; scale_summary turns a row
@@ -29,6 +39,8 @@ SCALE_PORT_BASE=51100
 SCALE_WINDOW_S=${SCALE_WINDOW_S:-20}
 SCALE_SETUP_TIMEOUT=600 # setting up 200 interfaces on the hub under TCG
 SCALE_MAX_PEERS=1000
+SCALE_BEHIND_S=${SCALE_BEHIND_S:-0}
+SCALE_KEEPALIVE_S=${SCALE_KEEPALIVE_S:-}
 
 scale_row() {
 	local kname=$1 n=$2 used=$3 nclones=$4 out=$5
@@ -36,6 +48,24 @@ scale_row() {
 		"$(row_keys kind=wg-scale kernel="$kname" peers="$n" in_use="$used")" \
 		scale_measure "$kname" "$(kernel_path "$kname")" "$n" "$used" "$nclones"
 }
+
+# scale_behind_row KERNEL_NAME PEERS CLONES OUT.json: a row of kind
+# wg-scale-behind, every peer in use, kept alive every 25 s, the clones'
+# clocks SCALE_BEHIND_S behind, stepped by WG_CLOCK_STEP.
+scale_behind_row() {
+	local kname=$1 n=$2 nclones=$3 out=$4
+	case "$WG_CLOCK_STEP" in none | hook) ;; *) die "scale: WG_CLOCK_STEP=$WG_CLOCK_STEP: none or hook" ;; esac
+	# Exported: the row's measurement runs in a shell of its own.
+	export SCALE_KEEPALIVE_S=25
+	row_run "$RUN_DIR/scale-$kname-$n-behind-$SCALE_BEHIND_S-$WG_CLOCK_STEP" "$out" \
+		"$(row_keys kind=wg-scale-behind kernel="$kname" peers="$n" in_use="$n" behind="$SCALE_BEHIND_S" \
+			step="$WG_CLOCK_STEP" keepalive_s="$SCALE_KEEPALIVE_S")" \
+		scale_measure "$kname" "$(kernel_path "$kname")" "$n" "$n" "$nclones"
+}
+
+# scale_clock_verdict ROW.json: one line, "VERDICT: why", by
+# analyzers/wg-scale-clock.jq.
+scale_clock_verdict() { jq -r -f "$FORKSAFE_ROOT/snapshot-tests/analyzers/wg-scale-clock.jq" "$1"; }
 
 # The tunnel address of peer I (1..SCALE_MAX_PEERS).
 scale_addr() { echo "10.12.$(($1 / 250)).$(($1 % 250 + 1))"; }
@@ -54,6 +84,7 @@ scale_stage() {
 			"$hkey" "$((SCALE_PORT_BASE + i))" "$vpub" >"$st/hub-$i.conf"
 		printf '[Peer]\nPublicKey = %s\nEndpoint = 10.9.0.1:%s\nAllowedIPs = %s/32\n' \
 			"$(wg pubkey <<<"$hkey")" "$((SCALE_PORT_BASE + i))" "$(scale_addr "$i")" >>"$st/vm.conf"
+		[ -z "$SCALE_KEEPALIVE_S" ] || printf 'PersistentKeepalive = %s\n' "$SCALE_KEEPALIVE_S" >>"$st/vm.conf"
 	done
 	cat >"$st/hub-up.sh" <<-EOF
 		set -e
@@ -87,7 +118,9 @@ scale_stage() {
 # VM with DIR/initramfs.cpio, set up the peers and the sessions, snapshot
 # both into DIR/hub and DIR/vm.  Sets WG_NETS and SCALE_INITRAMFS.
 scale_snapshot() {
-	local kname=$1 kernel=$2 n=$3 used=$4 dir=$5 tag="scale $1 $3 peers" sessions
+	local kname=$1 kernel=$2 n=$3 used=$4 dir=$5 tag="scale $1 $3 peers" sessions now
+	local -a hooks=()
+	[ "$WG_CLOCK_STEP" != hook ] || hooks=(--append "forksafe.hooks=$WG_FORK_HOOKS")
 	mkdir -p "$dir/hub" "$dir/vm" "$dir/stage"
 	scale_stage "$dir/stage" "$n" "$used"
 	SCALE_INITRAMFS=$dir/initramfs.cpio
@@ -96,7 +129,11 @@ scale_snapshot() {
 	progress "$tag: booting the hub and the VM"
 	INITRAMFS=$SCALE_INITRAMFS snap_boot migrate-file hub "$kernel" 1 "$dir/hub" --guid "$WG_PEER_GUID" "${WG_NETS[@]:0:2}"
 	INITRAMFS=$SCALE_INITRAMFS snap_boot migrate-file vm "$kernel" 1 "$dir/vm" --guid "$WG_VM_GUID" "${WG_NETS[@]:2:2}" \
-		--pcap "$dir/orig.pcap"
+		--pcap "$dir/orig.pcap" "${hooks[@]}"
+	if [ ${#hooks[@]} -gt 0 ]; then
+		wait_until "$WG_HANDSHAKE_TIMEOUT" wg_hooks_watching vm ||
+			die "forksafe-hooks never said it was watching: $(guest_console_tail vm)"
+	fi
 	guest_call hub net-up 10.9.0.1/24 >/dev/null
 	guest_call vm net-up 10.9.0.2/24 >/dev/null
 	progress "$tag: $n interfaces on the hub"
@@ -110,6 +147,10 @@ scale_snapshot() {
 	sessions=$(scale_sessions)
 	[ "$sessions" = "$used" ] || die "$tag: $sessions sessions, not $used: an idle peer was contacted before the snapshot"
 	sleep "$WG_SETTLE_S"
+	if [ "$SCALE_BEHIND_S" -gt 0 ]; then
+		now=$(guest_call vm clock get | agent_field realtime_s)
+		guest_call vm clock set "$((now - SCALE_BEHIND_S))" >/dev/null
+	fi
 	guest_call vm reseed >/dev/null
 	progress "$tag: snapshot"
 	snap_save migrate-file vm "$dir/vm"
