@@ -107,87 +107,85 @@ for k in $kernels; do
 done
 
 errors=0
+# table_of JUDGE HEAD LINE WHY ROW...: a table of the ROWs under the header
+# HEAD: a line each by the jq program LINE (given $v, the row's verdict
+# line from the function JUDGE; each(f) joins f over the row's clones,
+# step its stepping in words), then "Why, per row", each row named by the
+# jq program WHY.  An error row counts in $errors.
+table_of() {
+	local judge=$1 head=$2 line=$3 why=$4 r verdict cols
+	shift 4
+	local defs='def each(f): [(.result.clones // .result.fresh.clones)[] | f] | map(tostring) | join(", ");
+		def step: {hook: "fork hooks", identity: "fork hooks, identities of their own"}[.step] // "nothing";'
+	cols=$(($(tr -cd '|' <<<"$head" | wc -c) - 1))
+	echo "$head"
+	printf '|'
+	printf -- '---|%.0s' $(seq "$cols")
+	echo
+	for r in "$@"; do
+		verdict=$("$judge" "$r")
+		[ "${verdict%%:*}" != error ] || errors=$((errors + 1))
+		jq -r --arg v "$verdict" "$defs $line" "$r"
+	done
+	echo
+	echo "Why, per row:"
+	echo
+	for r in "$@"; do echo "- $(jq -r "$defs $why" "$r"): $("$judge" "$r")"; done
+}
+
+# rows_of KIND: the rows of that kind.
+rows_of() {
+	local r
+	for r in "${rows[@]}"; do [ "$(jq -r .kind "$r")" != "$1" ] || echo "$r"; done
+}
+
 # table CASE WHAT: the table of the rows of CASE (live or behind); WHAT
 # names their first column (live: seconds the original ran on, and
 # whether it rekeyed meanwhile; behind: seconds behind).
 table() {
-	local what=$2 r verdict
-	local -a of=()
-	for r in "${rows[@]}"; do
-		[ "$(jq -r .kind "$r")" != "wg-$1" ] || of+=("$r")
-	done
-	set -- "${of[@]}"
-	echo "| kernel | $what | clock stepped by | verdict | first answer to an initiation (ms, per clone) | datagrams the peer received | initiations (unanswered) | the peer's log: initiations taken/invalid | pre-fork-key packets | clock behind the host's at the end (s) |"
-	echo "|---|---|---|---|---|---|---|---|---|---|"
-	for r in "$@"; do
-		verdict=$(wg_clock_verdict "$r")
-		[ "${verdict%%:*}" != error ] || errors=$((errors + 1))
-		jq -r --arg v "$verdict" '
-			def each(f): [.result.clones[] | f] | map(tostring) | join(", ");
-			"| \(.kernel) | \(if .live != null then "\(.live)\(if .result.original_rekeyed then ", rekeyed" else "" end)" else .behind end) | " +
-			"\(if .step == "hook" then "fork hooks" else "nothing" end) | " +
-			if .error or ($v | startswith("error")) then "\($v) |||||||" else
-			"\($v | split(":")[0]) | \(each(if .first_answer_us >= 0 then .first_answer_us / 1000 | floor else "never" end)) | \(each(.delivered)) | " +
-			"\(each("\(.initiations) (\(.unanswered_initiations))")) | \(each("\(.peer_taken_initiations)/\(.peer_invalid_initiations)")) | " +
-			"\(each(.prefork_packets)) | \(each(.behind_end_s)) |" end' "$r"
-	done
-	echo
-	echo "Why, per row:"
-	echo
-	for r in "$@"; do
-		echo "- $(jq -r '"\(.kernel), \(if .live != null then "the original ran on \(.live) s" else "\(.behind) s behind" end), \(if .step == "hook" then "fork hooks" else "no step" end)"' "$r"): $(wg_clock_verdict "$r")"
-	done
+	local -a of
+	mapfile -t of < <(rows_of "wg-$1")
+	# shellcheck disable=SC2016 # jq programs
+	table_of wg_clock_verdict \
+		"| kernel | $2 | clock stepped by | verdict | first answer to an initiation (ms, per clone) | datagrams the peer received | initiations (unanswered) | the peer's log: initiations taken/invalid | pre-fork-key packets | clock behind the host's at the end (s) |" \
+		'"| \(.kernel) | \(if .live != null then "\(.live)\(if .result.original_rekeyed then ", rekeyed" else "" end)" else .behind end) | \(step) | " +
+		if .error or ($v | startswith("error")) then "\($v) |||||||" else
+		"\($v | split(":")[0]) | \(each(if .first_answer_us >= 0 then .first_answer_us / 1000 | floor else "never" end)) | \(each(.delivered)) | " +
+		"\(each("\(.initiations) (\(.unanswered_initiations))")) | \(each("\(.peer_taken_initiations)/\(.peer_invalid_initiations)")) | " +
+		"\(each(.prefork_packets)) | \(each(.behind_end_s)) |" end' \
+		'"\(.kernel), \(if .live != null then "the original ran on \(.live) s" else "\(.behind) s behind" end), \(step)"' \
+		"${of[@]}"
 }
 
 # table_both: the rows of clones side by side.
 table_both() {
-	local r verdict
-	echo "| kernel | side by side (s) | clock stepped by | verdict | first answer to an initiation (ms, per clone) | data packets on its wire, datagrams the peer received from it (per clone) | initiations (unanswered) | the peer's log: initiations taken/invalid (all clones) | the peer switched clones | pre-fork-key packets | nonce-reuse pairs |"
-	echo "|---|---|---|---|---|---|---|---|---|---|---|"
-	for r in "${rows[@]}"; do
-		[ "$(jq -r .kind "$r")" = wg-both ] || continue
-		verdict=$(wg_both_verdict "$r")
-		[ "${verdict%%:*}" != error ] || errors=$((errors + 1))
-		jq -r --arg v "$verdict" '
-			def each(f): [.result.clones[] | f] | map(tostring) | join(", ");
-			"| \(.kernel) | \(.both) | \({hook: "fork hooks", identity: "fork hooks, identities of their own"}[.step] // "nothing") | " +
-			if .error or ($v | startswith("error")) then "\($v) ||||||||" else
-			"\($v | split(":")[0]) | \(each(if .first_answer_us >= 0 then .first_answer_us / 1000 | floor else "never" end)) | " +
-			"\(each("\(.data_sent) / \(.delivered)")) | \(each("\(.initiations) (\(.unanswered_initiations))")) | " +
-			"\(.result.peer_taken_initiations)/\(.result.peer_invalid_initiations) | \(.result.switches) | \(each(.prefork_packets)) | \(.result.nonce_reuse_pairs) |" end' "$r"
-	done
-	echo
-	echo "Why, per row:"
-	echo
-	for r in "${rows[@]}"; do
-		[ "$(jq -r .kind "$r")" = wg-both ] || continue
-		echo "- $(jq -r '"\(.kernel), \(.both) s side by side, \({hook: "fork hooks", identity: "fork hooks with identities of their own"}[.step] // "no step")"' "$r"): $(wg_both_verdict "$r")"
-	done
+	local -a of
+	mapfile -t of < <(rows_of wg-both)
+	# shellcheck disable=SC2016 # jq programs
+	table_of wg_both_verdict \
+		"| kernel | side by side (s) | clock stepped by | verdict | first answer to an initiation (ms, per clone) | data packets on its wire, datagrams the peer received from it (per clone) | initiations (unanswered) | the peer's log: initiations taken/invalid (all clones) | the peer switched clones | pre-fork-key packets | nonce-reuse pairs |" \
+		'"| \(.kernel) | \(.both) | \(step) | " +
+		if .error or ($v | startswith("error")) then "\($v) ||||||||" else
+		"\($v | split(":")[0]) | \(each(if .first_answer_us >= 0 then .first_answer_us / 1000 | floor else "never" end)) | " +
+		"\(each("\(.data_sent) / \(.delivered)")) | \(each("\(.initiations) (\(.unanswered_initiations))")) | " +
+		"\(.result.peer_taken_initiations)/\(.result.peer_invalid_initiations) | \(.result.switches) | \(each(.prefork_packets)) | \(.result.nonce_reuse_pairs) |" end' \
+		'"\(.kernel), \(.both) s side by side, \(step)"' \
+		"${of[@]}"
 }
 
 # table_scale: the rows at scale.
 table_scale() {
-	local r verdict
-	echo "| kernel | peers | behind (s) | clock stepped by | verdict | peers answered (per clone) | last answer (ms, per clone) | initiations (unanswered) | pre-fork-key packets |"
-	echo "|---|---|---|---|---|---|---|---|---|"
-	for r in "${scale_rows[@]}"; do
-		verdict=$(scale_clock_verdict "$r")
-		[ "${verdict%%:*}" != error ] || errors=$((errors + 1))
-		jq -r --arg v "$verdict" '
-			def each(f): [.result.fresh.clones[] | f] | map(tostring) | join(", ");
-			def answered: [.peers[] | select(.handshake_us >= 0)];
-			"| \(.kernel) | \(.peers) | \(.behind) | \(if .step == "hook" then "fork hooks" else "nothing" end) | " +
-			if .error or ($v | startswith("error")) then "\($v) |||||" else
-			"\($v | split(":")[0]) | \(each("\(answered | length) of \(.peers | length)")) | " +
-			"\(each(if (answered | length) > 0 then [answered[].handshake_us] | max / 1000 | floor else "never" end)) | " +
-			"\(each("\(.initiations) (\(.unanswered_initiations))")) | \(each(.prefork_packets)) |" end' "$r"
-	done
-	echo
-	echo "Why, per row:"
-	echo
-	for r in "${scale_rows[@]}"; do
-		echo "- $(jq -r '"\(.kernel), \(.peers) peers, \(.behind) s behind, \(if .step == "hook" then "fork hooks" else "no step" end)"' "$r"): $(scale_clock_verdict "$r")"
-	done
+	# shellcheck disable=SC2016 # jq programs
+	table_of scale_clock_verdict \
+		"| kernel | peers | behind (s) | clock stepped by | verdict | peers answered (per clone) | last answer (ms, per clone) | initiations (unanswered) | pre-fork-key packets |" \
+		'.in_use as $n | def answered: [.peers[] | select(.handshake_us >= 0)];
+		"| \(.kernel) | \(.peers) | \(.behind) | \(step) | " +
+		if .error or ($v | startswith("error")) then "\($v) |||||" else
+		"\($v | split(":")[0]) | \(each("\(answered | length) of \($n)")) | " +
+		"\(each(if (answered | length) > 0 then [answered[].handshake_us] | max / 1000 | floor else "never" end)) | " +
+		"\(each("\(.initiations) (\(.unanswered_initiations))")) | \(each(.prefork_packets)) |" end' \
+		'"\(.kernel), \(.peers) peers, \(.behind) s behind, \(step)"' \
+		"${scale_rows[@]}"
 }
 
 {
