@@ -154,7 +154,7 @@ $(BUILD)/forksafe-hooks: guest/hooks.c guest/forksafe.c guest/sha256.c guest/for
 
 GUEST_PROGRAMS := $(BUILD)/forksafe-agent $(BUILD)/forksafe-seed $(BUILD)/forksafe-cold $(BUILD)/forksafe-hooks
 $(BUILD)/initramfs.cpio: $(BUILD)/init $(GUEST_PROGRAMS) guest/build-initramfs.sh guest/test-hooks guest/fork.d guest/test-identity \
-		$(wildcard guest/test-hooks/* guest/fork.d/* guest/test-identity/*)
+		guest/test-scripts $(wildcard guest/test-hooks/* guest/fork.d/* guest/test-identity/* guest/test-scripts/*)
 	guest/build-initramfs.sh $@ $(BUILD)/init $(GUEST_PROGRAMS)
 
 # The seed tool's mutants (guest/mutants/NAME.patch, each a bug the crash

@@ -27,6 +27,9 @@ mkdir -p "$stage/etc/forksafe/test-fork.d"
 for hook in "$(dirname "$0")"/test-hooks/*; do
 	install -m "$([ -x "$hook" ] && echo 0755 || echo 0644)" "$hook" "$stage/etc/forksafe/test-fork.d/"
 done
+# Scripts the scenarios run through the agent (guest/test-scripts/)
+mkdir -p "$stage/etc/forksafe/test-scripts"
+install -m 0755 "$(dirname "$0")"/test-scripts/* "$stage/etc/forksafe/test-scripts/"
 # Clones side by side with identities of their own (guest/test-identity/)
 mkdir -p "$stage/etc/forksafe/test-identity"
 install -m 0755 "$(dirname "$0")"/test-identity/* "$stage/etc/forksafe/test-identity/"

@@ -25,6 +25,9 @@
 #              reaching the output
 #   signal     snapshot-tests/fork_signal.sh on the kernel: /dev/vmgenid's
 #              errors, one poll() wake per fork, the checked DRBG fork-safe
+#   rebind     snapshot-tests/vmgenid_rebind.sh on the kernel: the driver
+#              unbound and bound again, a sleeping poller still woken, no
+#              oops at a fork's notification while unbound
 #   rng        a migrate-file fork at 2 vCPUs, getrandom() loops: fork-safe
 #   vdso       6.12 only: the same with vDSO getrandom() loops
 #   vdso-tail  6.12 only: the same with clones whose GUIDs are new in
@@ -206,8 +209,17 @@ check_signal() {
 	scenario_verdict "$log" 'measured with an identical negative control$|: as expected$|positive control'
 }
 
-CHECKS="kunit signal rng long_read pre_init wireguard"
-[ -z "$suffix" ] || CHECKS="kunit signal rng vdso vdso_tail vdso_nomap long_read pre_init wireguard"
+# The driver unbound and bound again: a poller asleep across it still
+# woken, the bind working, no oops at a fork's notification unbound.
+check_rebind() {
+	local log=$RUN_DIR/rebind-$1.log
+	KERNEL=$(kernel_path "$1") timeout "$CHECK_TIMEOUT" bash "$FORKSAFE_ROOT/snapshot-tests/vmgenid_rebind.sh" \
+		>"$log" 2>&1 && return 0
+	scenario_verdict "$log" 'lets go of its device$'
+}
+
+CHECKS="kunit signal rebind rng long_read pre_init wireguard"
+[ -z "$suffix" ] || CHECKS="kunit signal rebind rng vdso vdso_tail vdso_nomap long_read pre_init wireguard"
 
 # checks_for MUTANT: CHECKS, those that look at what the mutant's patch
 # changes first: /dev/vmgenid's (drivers/virt/vmgenid.c) signal,
@@ -221,7 +233,7 @@ checks_for() {
 	files=$(sed -n 's|^+++ b/||p' "$dir/$1.patch" | tr '\n' ' ')
 	case "$files" in *lib/vdso/*) first="vdso vdso_tail vdso_nomap" ;; esac
 	case "$files" in *drivers/net/wireguard/*) first="$first kunit wireguard" ;; esac
-	case "$files" in *drivers/virt/vmgenid.c*) first="$first signal" ;; esac
+	case "$files" in *drivers/virt/vmgenid.c*) first="$first signal rebind" ;; esac
 	for c in $CHECKS; do
 		case " $first " in *" $c "*) ;; *) rest="$rest $c" ;; esac
 	done

@@ -1,0 +1,92 @@
+#!/bin/bash
+# The vmgenid driver let go of its device and bound to it again, on each
+# patched kernel (the debug lane's too), through sysfs
+# (guest/test-scripts/vmgenid-driver):
+#  - a poller asleep on /dev/vmgenid across an unbind and a bind is still
+#    woken by the next fork: one wake, one uevent, the count one up in a
+#    fresh-GUID clone (the file stays open across the unbind; a driver
+#    that initialises the wait queue again on each bind orphans it);
+#  - the bind brings the device back: /dev/vmgenid answers again;
+#  - with the driver unbound, a fork notification finds no handler left
+#    behind: the clone's console has no oops, no KASAN report, and the
+#    clone still answers (6.12's ACPI path installed a notify handler that
+#    outlived the driver, with a NULL driver_data behind it, and a second
+#    bind failed on the handler already there);
+#  - the control: a clone with the original's GUID sees no wake.
+set -euo pipefail
+. "$(dirname "$0")/lib/ktap.sh"
+. "$(dirname "$0")/lib/measure.sh"
+qemu_setup
+
+DRIVER=/etc/forksafe/test-scripts/vmgenid-driver
+WAKE_TIMEOUT_S=30 RESUMED_S=2
+# What a broken kernel leaves on the console.
+OOPS='BUG:|Oops|general protection fault|KASAN|Call Trace'
+
+kernels=$(test_kernels) lane="" patched=""
+[ -n "${KERNEL:-}${IMAGE:-}" ] || lane=$(debug_kernel)
+for k in $kernels $lane; do
+	[ "$(kernel_role "$k")" = stock ] || patched+=" $k"
+done
+[ -n "$patched" ] || die "vmgenid_rebind: KERNELS names no patched kernel: nothing to test"
+# shellcheck disable=SC2086 # a list of names
+require_kernels vmgenid_rebind $patched
+
+watch_status() {
+	local out
+	out=$(guest_call "$1" vmgenid-watch status) || return 1
+	echo "$(agent_field wakes <<<"$out") $(agent_field uevents <<<"$out") $(agent_field generation <<<"$out")"
+}
+watch_is() { [ "$(watch_status "$1")" = "$2" ]; }
+
+# oopses NAME: the lines of NAME's console that say the kernel broke.
+oopses() { tr -d '\r' <"$(guest_dir "$1")/console.log" | grep -cE "$OOPS" || true; }
+
+rebind_tests() {
+	local k=$1 kernel dir g guid out start waited
+	kernel=$(kernel_path "$k")
+	dir=$RUN_DIR/$k
+	mkdir -p "$dir/bound" "$dir/unbound"
+	snap_boot migrate-file "$k" "$kernel" 1 "$dir/bound"
+	guid=$(agent_field guid <<<"$(guest_call "$k" info)")
+	g=$(agent_field generation <<<"$(guest_call "$k" vmgenid-probe)")
+	guest_call "$k" vmgenid-watch start >/dev/null
+	t_check "$k: the driver lets go of its device" guest_call "$k" sh "$DRIVER" unbind
+	out=$(guest_call "$k" sh "$DRIVER" bind 2>&1) || true
+	t_check "$k: and binds to it again ($(agent_field error <<<"$out"))" grep -q '^out=bind: ' <<<"$out"
+	t_eq "$k: /dev/vmgenid answers again after the bind" \
+		"$(agent_field generation <<<"$(guest_call "$k" vmgenid-probe 2>&1)")" "$g"
+	snap_save migrate-file "$k" "$dir/bound"
+	snap_restore migrate-file "$k" "$dir/bound" "$k-a" "$kernel" 1 auto
+	start=$SECONDS
+	wait_until "$WAKE_TIMEOUT_S" watch_is "$k-a" "1 1 $((g + 1))" || true
+	waited=$((SECONDS - start))
+	t_eq "$k: the poller asleep across unbind and bind wakes once at the next fork, one uevent, the count one up (${waited}s)" \
+		"$(watch_status "$k-a")" "1 1 $((g + 1))"
+	t_eq "$k: and that clone's console is clean" "$(oopses "$k-a")" 0
+	snap_end migrate-file "$k-a"
+	snap_restore migrate-file "$k" "$dir/bound" "$k-control" "$kernel" 1 "$guid"
+	guest_call "$k-control" reseed >/dev/null
+	wait_as_positive "$waited" "$RESUMED_S"
+	t_eq "$k: a clone with the original's GUID: no wake, no uevent, the count unmoved" \
+		"$(watch_status "$k-control")" "0 0 $g"
+	snap_end migrate-file "$k-control"
+
+	# Unbound at the snapshot: the clone's notification has no driver.
+	snap_boot migrate-file "$k-u" "$kernel" 1 "$dir/unbound"
+	guest_call "$k-u" sh "$DRIVER" unbind >/dev/null
+	snap_save migrate-file "$k-u" "$dir/unbound"
+	snap_restore migrate-file "$k-u" "$dir/unbound" "$k-ua" "$kernel" 1 auto
+	# The notification is the GPE's, handled within the resume; a reseed
+	# round trip and the positive clone's wake time (3x) let it land.
+	guest_call "$k-ua" reseed >/dev/null || true
+	wait_as_positive "$waited" "$RESUMED_S"
+	t_check "$k: unbound, a fork's notification: the clone still answers" guest_call "$k-ua" ping
+	t_eq "$k: and its console has no oops or KASAN report" "$(oopses "$k-ua")" 0
+	t_diag "$k: $(tr -d '\r' <"$(guest_dir "$k-ua")/console.log" | grep -m 3 -E "$OOPS" || echo 'no report')"
+	snap_end migrate-file "$k-ua"
+}
+
+t_plan $(($(wc -w <<<"$patched") * 8))
+for k in $patched; do rebind_tests "$k"; done
+t_done
