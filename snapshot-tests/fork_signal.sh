@@ -30,7 +30,7 @@ set -euo pipefail
 qemu_setup
 
 EPERM=1 ENODEV=19 EACCES=13 EINVAL=22
-RESUMED_S=2 WAKE_TIMEOUT_S=30
+RESUMED_S=2
 
 # The debug lane's kernel too (make check: debug-6.12, the 6.12 series),
 # unless one kernel or image was named.
@@ -47,16 +47,6 @@ for k in $patched; do [ "$k" = "$lane" ] || drbg+=" $k"; done
 [ -n "$patched" ] || die "fork_signal: KERNELS names no patched kernel: nothing to test"
 # shellcheck disable=SC2086 # a list of names
 require_kernels fork_signal $kernels $lane
-
-# watch_status NAME: "WAKES UEVENTS GENERATION" of NAME's watcher.
-watch_status() {
-	local out
-	out=$(guest_call "$1" vmgenid-watch status) || return 1
-	echo "$(agent_field wakes <<<"$out") $(agent_field uevents <<<"$out") $(agent_field generation <<<"$out")"
-}
-
-# watch_is NAME "WAKES UEVENTS GENERATION": whether NAME's watcher says so.
-watch_is() { [ "$(watch_status "$1")" = "$2" ]; }
 
 # fork_clone FROM DIR CLONE KERNEL GUID: snapshot FROM into DIR (migrate-file) and
 # restore CLONE from it.
@@ -81,7 +71,7 @@ probe_tests() {
 }
 
 signal_tests() {
-	local k=$1 kernel dir guid p g start waited
+	local k=$1 kernel dir guid p g waited
 	kernel=$(kernel_path "$k")
 	dir=$RUN_DIR/$k
 	mkdir -p "$dir/1" "$dir/2"
@@ -102,13 +92,12 @@ signal_tests() {
 	# The fresh-GUID clone first: how long its wake takes is what the
 	# control then waits, three times over, before it may say "none".
 	snap_restore migrate-file "$k" "$dir/1" "$k-a" "$kernel" 1 auto
-	start=$SECONDS
-	wait_until "$WAKE_TIMEOUT_S" watch_is "$k-a" "1 1 $((g + 1))" || true
-	waited=$((SECONDS - start))
+	watch_until "$k-a" "1 1 $((g + 1))"
+	waited=$WATCH_WAITED
 	t_eq "$k: a fresh-GUID clone: one wake, one uevent, the count one up (${waited}s)" \
 		"$(watch_status "$k-a")" "1 1 $((g + 1))"
 	fork_clone "$k-a" "$dir/2" "$k-aa" "$kernel" auto
-	wait_until "$WAKE_TIMEOUT_S" watch_is "$k-aa" "2 2 $((g + 2))" || true
+	watch_until "$k-aa" "2 2 $((g + 2))"
 	t_eq "$k: a clone of that clone: two wakes, two uevents, the count two up" \
 		"$(watch_status "$k-aa")" "2 2 $((g + 2))"
 	snap_end migrate-file "$k-aa"

@@ -19,6 +19,8 @@ here=$(dirname "${BASH_SOURCE[0]}")
 . "$here/wg_scale.sh"
 # shellcheck source=tcp_fork.sh
 . "$here/tcp_fork.sh"
+# shellcheck source=signal.sh
+. "$here/signal.sh"
 # shellcheck source=seed.sh
 . "$here/seed.sh"
 # shellcheck source=cold.sh
