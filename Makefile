@@ -57,7 +57,7 @@ HOST_CFLAGS := -O1 -g $(WARN) -fsanitize=address,undefined -fno-sanitize-recover
 
 DEBS := linux-source-6.1 linux-source-6.12 bc bison flex libelf-dev libssl-dev cpio xz-utils file pkg-config groff-base \
 	gcc make clang libclang-rt-14-dev \
-	qemu-system-x86 qemu-utils vde2 wireguard-tools busybox-static \
+	qemu-system-x86 qemu-utils vde2 wireguard-tools busybox-static iproute2 \
 	libvirt-daemon-system libvirt-clients libvirt-dev \
 	libjson-c-dev libpcap-dev jq shellcheck python3-ply python3-git chromium e2fsprogs kmod mmdebstrap fdisk lintian
 # What the kernel's bindeb-pkg needs besides (make kernel-deb only).
