@@ -172,10 +172,7 @@ wg_snapshot() {
 		--pcap "$dir/orig.pcap" "${hooks[@]}"
 	wg_tunnel peer vm
 	wg_peer_debug peer "$traffic"
-	if [ ${#hooks[@]} -gt 0 ]; then
-		wait_until "$WG_HANDSHAKE_TIMEOUT" wg_hooks_watching vm ||
-			die "forksafe-hooks never said it was watching: $(guest_console_tail vm)"
-	fi
+	[ ${#hooks[@]} = 0 ] || wg_hooks_wait vm
 	guest_call vm stream start beat 10.9.0.1 "$WG_BEAT_PORT" "$WG_BEAT_US" >/dev/null
 	wg_stream vm data "$WG_STREAM_US"
 	wait_until "$WG_HANDSHAKE_TIMEOUT" wg_handshaken vm ||
@@ -253,6 +250,12 @@ wg_peer_log() {
 
 # wg_hooks_watching GUEST: its forksafe-hooks daemon waits for a fork.
 wg_hooks_watching() { tr -d '\r' <"$(guest_dir "$1")/console.log" | grep -q 'forksafe-hooks: watching generation'; }
+
+# wg_hooks_wait GUEST: until its forksafe-hooks watches, or the row dies.
+wg_hooks_wait() {
+	wait_until "$WG_HANDSHAKE_TIMEOUT" wg_hooks_watching "$1" ||
+		die "forksafe-hooks never said it was watching: $(guest_console_tail "$1")"
+}
 
 # wg_restore KERNEL DIR NAME GUID: one clone of the VM, its wire captured
 # in DIR/NAME.pcap.

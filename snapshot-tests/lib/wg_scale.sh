@@ -53,13 +53,12 @@ scale_row() {
 # wg-scale-behind, every peer in use, kept alive every 25 s, the clones'
 # clocks SCALE_BEHIND_S behind, stepped by WG_CLOCK_STEP.
 scale_behind_row() {
-	local kname=$1 n=$2 nclones=$3 out=$4
+	local kname=$1 n=$2 nclones=$3 out=$4 keepalive=25
 	case "$WG_CLOCK_STEP" in none | hook) ;; *) die "scale: WG_CLOCK_STEP=$WG_CLOCK_STEP: none or hook" ;; esac
-	# Exported: the row's measurement runs in a shell of its own.
-	export SCALE_KEEPALIVE_S=25
-	row_run "$RUN_DIR/scale-$kname-$n-behind-$SCALE_BEHIND_S-$WG_CLOCK_STEP" "$out" \
+	# For the row's own shell alone (a later scale_row keeps no keepalive).
+	SCALE_KEEPALIVE_S=$keepalive row_run "$RUN_DIR/scale-$kname-$n-behind-$SCALE_BEHIND_S-$WG_CLOCK_STEP" "$out" \
 		"$(row_keys kind=wg-scale-behind kernel="$kname" peers="$n" in_use="$n" behind="$SCALE_BEHIND_S" \
-			step="$WG_CLOCK_STEP" keepalive_s="$SCALE_KEEPALIVE_S")" \
+			step="$WG_CLOCK_STEP" keepalive_s="$keepalive")" \
 		scale_measure "$kname" "$(kernel_path "$kname")" "$n" "$n" "$nclones"
 }
 
@@ -130,10 +129,7 @@ scale_snapshot() {
 	INITRAMFS=$SCALE_INITRAMFS snap_boot migrate-file hub "$kernel" 1 "$dir/hub" --guid "$WG_PEER_GUID" "${WG_NETS[@]:0:2}"
 	INITRAMFS=$SCALE_INITRAMFS snap_boot migrate-file vm "$kernel" 1 "$dir/vm" --guid "$WG_VM_GUID" "${WG_NETS[@]:2:2}" \
 		--pcap "$dir/orig.pcap" "${hooks[@]}"
-	if [ ${#hooks[@]} -gt 0 ]; then
-		wait_until "$WG_HANDSHAKE_TIMEOUT" wg_hooks_watching vm ||
-			die "forksafe-hooks never said it was watching: $(guest_console_tail vm)"
-	fi
+	[ ${#hooks[@]} = 0 ] || wg_hooks_wait vm
 	guest_call hub net-up 10.9.0.1/24 >/dev/null
 	guest_call vm net-up 10.9.0.2/24 >/dev/null
 	progress "$tag: $n interfaces on the hub"
