@@ -8,15 +8,27 @@
 # printed after it, and before the closing line the phases that
 # FORKSAFE_PHASES lists (check.sh: packages, kernels, tools) and the
 # scenarios, with their times.
+#
+# A line "@JOB SECONDS" in settings is a barrier: the scenarios below it
+# need what the background job JOB makes (check.sh builds the debug lane's
+# kernel beside the scenarios above it, in the cores they leave idle).
+# If $FORKSAFE_BACKGROUND/JOB.log exists, the job was started: before the
+# first scenario below the line, run.sh waits up to SECONDS for
+# JOB.status, the job's exit status, and says in one line why not if it
+# failed or did not end; the scenarios then run and fail on what is
+# missing.  Without the log (run.sh alone) the line is ignored.
 set -euo pipefail
 
 dir=$(cd "$(dirname "$0")" && pwd)
 passed=0 failed=0 skipped=0 n=0
-declare -A timeout=()
-tests=() times=()
+declare -A timeout=() barrier=()
+tests=() times=() barriers=()
 
 while read -r name secs; do
 	case "$name" in '' | '#'*) continue ;; esac
+	case "$name" in @*) barriers+=("${name#@} $secs"); continue ;; esac
+	# The barriers above this scenario, the last one the one that counts.
+	[ "${#barriers[@]}" = 0 ] || barrier[$name]=${barriers[-1]}
 	[ -f "$dir/$name.sh" ] || { echo "run: settings names '$name', which has no $name.sh" >&2; exit 2; }
 	timeout[$name]=$secs
 	tests+=("$name")
@@ -45,11 +57,29 @@ if [ -z "${ACCEL:-}" ]; then
 	export ACCEL
 fi
 
+# wait_for JOB SECONDS: the background job's end, its time a phase.
+declare -A waited=()
+wait_for() {
+	local job=$1 secs=$2 bg=${FORKSAFE_BACKGROUND:-} start=$SECONDS status
+	[ -n "$bg" ] && [ -f "$bg/$job.log" ] && [ -z "${waited[$job]:-}" ] || return 0
+	waited[$job]=1
+	[ -f "$bg/$job.status" ] || echo "# waiting for $job (up to ${secs}s): it runs beside the scenarios"
+	while [ ! -f "$bg/$job.status" ] && [ $((SECONDS - start)) -lt "$secs" ]; do sleep 5; done
+	times+=("waiting for $job	$((SECONDS - start))")
+	if [ ! -f "$bg/$job.status" ]; then
+		echo "# $job did not end within ${secs}s: the scenarios that need it will fail; $(tail -n 1 "$bg/$job.log")"
+	elif status=$(cat "$bg/$job.status") && [ "$status" != 0 ]; then
+		echo "# $job failed (status $status): $(tail -n 1 "$bg/$job.log")"
+	fi
+}
+
 echo "KTAP version 1"
 echo "# accelerator: $ACCEL"
 echo "1..${#tests[@]}"
 for t in "${tests[@]}"; do
 	n=$((n + 1))
+	# shellcheck disable=SC2086 # JOB SECONDS
+	[ -z "${barrier[$t]:-}" ] || wait_for ${barrier[$t]}
 	secs=${TEST_TIMEOUT:-${timeout[$t]}}
 	out=$(mktemp)
 	rcfile=$(mktemp)
@@ -88,7 +118,8 @@ done
 {
 	[ -z "${FORKSAFE_PHASES:-}" ] || cat "$FORKSAFE_PHASES"
 	printf '%s\n' "${times[@]}"
-} | awk -F '\t' '{ total += $2; printf "# phase %-28s %5d s\n", $1, $2 }
+} | awk -F '\t' '$3 == "beside" { printf "# phase %-28s %5d s (beside the others: not in the total)\n", $1, $2; next }
+	{ total += $2; printf "# phase %-28s %5d s\n", $1, $2 }
 	END { printf "# phase %-28s %5d s (%dm%02ds)\n", "total", total, total / 60, total % 60 }'
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]

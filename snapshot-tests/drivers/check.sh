@@ -6,11 +6,18 @@
 # a scenario that skips fails (SKIP_FAILS=1).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-phases=$(mktemp) fetch_log=$(mktemp) fetch_pid=""
-export FORKSAFE_PHASES=$phases
-# On the way out (not on run.sh's exec, which reads the phases): the
-# background job's whole group stopped.
-trap 'rm -f "$phases" "$fetch_log"; [ -z "$fetch_pid" ] || kill -- "-$fetch_pid" 2>/dev/null || true' EXIT
+phases=$(mktemp) fetch_log=$(mktemp) fetch_pid="" bg=$(mktemp -d) debug_pid=""
+export FORKSAFE_PHASES=$phases FORKSAFE_BACKGROUND=$bg
+# On the way out: each background job's whole group stopped.
+# shellcheck disable=SC2317 # the EXIT trap calls it
+stop_background() {
+	local p
+	for p in "$fetch_pid" "$debug_pid"; do
+		[ -z "$p" ] || kill -- "-$p" 2>/dev/null || true
+	done
+	rm -rf "$phases" "$fetch_log" "$bg"
+}
+trap stop_background EXIT
 
 # phase NAME COMMAND...: COMMAND, its time appended to the phase list.
 phase() {
@@ -32,13 +39,30 @@ phase "guest and host tools" make -C "$root" --no-print-directory guest debs too
 setsid bash -c 'make -C "$1" --no-print-directory image && "$1/kernel-patches/kernel.sh" build debian-cloud-6.12' \
 	fetch "$root" >"$fetch_log" 2>&1 &
 fetch_pid=$!
-for k in ${KERNELS:-patched stock} ${DEBUG_KERNEL:-debug-6.12}; do
+
+# The debug lane's kernel (KASAN and lockdep: the longest build) comes
+# beside everything else, at the lowest priority the scheduler has
+# (SCHED_IDLE): it takes only the cores the other kernels and the
+# scenarios leave idle, about half of them while guests run (a scenario
+# waits on its guests' timers and consoles).  The scenarios that boot it
+# come after the line "@debug-kernel" in settings, where run.sh waits for
+# it; its own time is printed as a phase beside the others.
+debug_kernel=${DEBUG_KERNEL:-debug-6.12}
+# shellcheck disable=SC2016 # expanded by the inner bash
+setsid bash -c 'start=$SECONDS rc=0
+	chrt --idle 0 nice -n 19 "$1/kernel-patches/kernel.sh" build "$2" || rc=$?
+	[ "$rc" != 0 ] || printf "kernel %s\t%d\tbeside\n" "$2" $((SECONDS - start)) >>"$3"
+	echo "$rc" >"$4/debug-kernel.status"' \
+	debug "$root" "$debug_kernel" "$phases" "$bg" >"$bg/debug-kernel.log" 2>&1 &
+debug_pid=$!
+for k in ${KERNELS:-patched stock}; do
 	case "$k" in
 	debian-image) ;;
 	*) phase "kernel $k" "$root/kernel-patches/kernel.sh" build "$k" ;;
 	esac
 done
 # fetched: the background job's end, or one line saying why it failed.
+# shellcheck disable=SC2317 # phase calls it
 fetched() {
 	local rc=0
 	wait "$fetch_pid" || rc=$?
@@ -47,4 +71,6 @@ fetched() {
 	rm -f "$fetch_log"
 }
 phase "image and Debian's kernel (the rest after the kernels)" fetched
-SKIP_FAILS=1 exec "$root/snapshot-tests/run.sh"
+rc=0
+SKIP_FAILS=1 "$root/snapshot-tests/run.sh" || rc=$?
+exit "$rc"
