@@ -50,6 +50,13 @@ QEMU_PROCESS=() # options of the QEMU process rather than of the machine
 #                    talking to the guest), which --deterministic alone
 #                    does not hold constant
 #   --append "P..."  kernel parameters
+#   --kunit          a kernel built with KUnit (CONFIG_KUNIT=y in the .config
+#                    beside it) runs its suites at boot; without this it
+#                    runs none (kunit.filter_glob that no suite matches):
+#                    the series' suites fork the VM thousands of times and
+#                    took 41 s of each boot of the debug build (2026-12-07),
+#                    and a guest snapshotted before the crng is ready could
+#                    not boot past their wait for it
 # and, for the QEMU process: --loadvm TAG, --incoming URI, --extra ARG.
 # KERNEL may be an image's kernel (image.sh's image_import: beside it the
 # image as disk, its initrd.img and its root= spec).  The guest then boots
@@ -61,7 +68,7 @@ machine() {
 	local name=$1 kernel=$2
 	shift 2
 	MACHINE=([name]=$name [kernel]=$kernel [initrd]=$INITRAMFS [mem]=$GUEST_MEM [smp]=1
-		[guid]=auto [role]=agent [disk]="" [net]="" [pcap]="" [cpu]="" [rng]=0 [seed_disk]="" [deterministic]=0 [icount]="" [append]="" [rr]="" [root]="" [root_spec]="")
+		[guid]=auto [role]=agent [disk]="" [net]="" [pcap]="" [cpu]="" [rng]=0 [seed_disk]="" [deterministic]=0 [icount]="" [append]="" [kunit]=0 [rr]="" [root]="" [root_spec]="")
 	QEMU_PROCESS=()
 	while [ $# -gt 0 ]; do
 		case "$1" in
@@ -78,6 +85,7 @@ machine() {
 		--deterministic) MACHINE[deterministic]=1 MACHINE[cpu]=qemu64; shift; continue ;;
 		--count-instructions) MACHINE[icount]="shift=0,sleep=on" MACHINE[cpu]=qemu64; shift; continue ;;
 		--append) MACHINE[append]=$2 ;;
+		--kunit) MACHINE[kunit]=1; shift; continue ;;
 		--record | --replay) MACHINE[rr]=",rr=${1#--},rrfile=$2" MACHINE[deterministic]=1 MACHINE[cpu]=qemu64 ;;
 		--loadvm) QEMU_PROCESS+=(-loadvm "$2") ;;
 		--incoming) QEMU_PROCESS+=(-incoming "$2") ;;
@@ -107,6 +115,10 @@ machine() {
 	fi
 	if [ -n "${MACHINE[icount]}" ]; then MACHINE[accel]=tcg; fi
 	MACHINE[cmdline]="console=ttyS0 panic=-1 forksafe.role=${MACHINE[role]}${MACHINE[append]:+ ${MACHINE[append]}}"
+	if [ "${MACHINE[kunit]}" = 0 ] &&
+		grep -qx 'CONFIG_KUNIT=y' "$(dirname "$(readlink -f "$kernel")")/.config" 2>/dev/null; then
+		MACHINE[cmdline]+=" kunit.filter_glob=no-suite"
+	fi
 	# The agent's network commands name eth0.
 	if [ -n "${MACHINE[root]}" ]; then MACHINE[cmdline]+=" root=${MACHINE[root_spec]} rw net.ifnames=0"; fi
 }

@@ -78,7 +78,7 @@ scan_consoles() {
 
 # ---- boot and KUnit ------------------------------------------------------------
 boot=$kname-boot
-if ! guest_boot "$boot" "$kernel" --smp "$vcpus"; then
+if ! guest_boot "$boot" "$kernel" --smp "$vcpus" --kunit; then
 	t_fail "$kname: boots with $vcpus vCPUs"
 	t_diag "$(guest_console_tail "$boot")"
 	scan_consoles

@@ -79,7 +79,7 @@ case_result() {
 	esac
 }
 
-kunit_boot kunit --smp 2
+kunit_boot kunit --smp 2 --kunit
 ktap=$(cat "$(guest_dir kunit)/ktap")
 for suite in random_vmfork wireguard_vmfork; do
 	for c in ${cases[$suite]}; do
@@ -111,7 +111,7 @@ fingerprint() {
 	local name=$1 id=$2 mode=$3 console initrd
 	console=$(guest_dir "$name")/console.log
 	initrd=$(initramfs_with_id "$id")
-	INITRAMFS=$initrd guest_start "$name" "$kernel" "--$mode" "$RUN_DIR/kunit.replay" --role probe \
+	INITRAMFS=$initrd guest_start "$name" "$kernel" "--$mode" "$RUN_DIR/kunit.replay" --role probe --kunit \
 		--guid 6f726b73-6166-6500-0000-0000000000fe || return 0
 	wait_until "$KUNIT_TIMEOUT" grep -q "vmfork_test_id_in_output: output" "$console" || true
 	guest_quit "$name"
