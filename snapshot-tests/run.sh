@@ -22,13 +22,13 @@ set -euo pipefail
 dir=$(cd "$(dirname "$0")" && pwd)
 passed=0 failed=0 skipped=0 n=0
 declare -A timeout=() barrier=()
-tests=() times=() barriers=()
+tests=() times=() above=""
 
 while read -r name secs; do
 	case "$name" in '' | '#'*) continue ;; esac
-	case "$name" in @*) barriers+=("${name#@} $secs"); continue ;; esac
-	# The barriers above this scenario, the last one the one that counts.
-	[ "${#barriers[@]}" = 0 ] || barrier[$name]=${barriers[-1]}
+	# The last barrier line above a scenario is the one it waits for.
+	case "$name" in @*) above="${name#@} $secs"; continue ;; esac
+	[ -z "$above" ] || barrier[$name]=$above
 	[ -f "$dir/$name.sh" ] || { echo "run: settings names '$name', which has no $name.sh" >&2; exit 2; }
 	timeout[$name]=$secs
 	tests+=("$name")
