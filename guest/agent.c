@@ -209,6 +209,7 @@ static int cmd_info(const char *args)
 	const volatile uint8_t *live;
 	struct utsname u;
 	struct timespec ts;
+	uint64_t phys;
 
 	(void)args;
 	uname(&u);
@@ -224,11 +225,13 @@ static int cmd_info(const char *args)
 	reply("mem_available_kb=%ld", mem_available_kb());
 	reply_comm("init", 1);
 	reply_comm("parent", getppid());
-	live = genid_map(err, sizeof(err));
+	phys = genid_locate(err, sizeof(err));
+	live = phys ? genid_map_at(phys, err, sizeof(err)) : NULL;
 	if (live) {
 		genid_read(live, g);
 		genid_format(g, guid);
 		reply("guid=%s", guid);
+		reply("guid_phys=0x%llx", (unsigned long long)phys);
 	} else {
 		reply("guid_error=%s", err);
 	}

@@ -21,7 +21,11 @@
 #    kernel change can close without the check);
 #  - booted with vmgenid.map_id=0, the page stays out of user space: the
 #    mapping gets ENODEV (where the default boot's works: the control),
-#    and the driver says so once on the console.
+#    and the driver says so once on the console;
+#  - booted with the ID's page marked busy (memmap=4K#PAGE: ACPI data,
+#    which the kernel claims, as it would another driver's MMIO), the
+#    driver cannot claim the page, so it does not map it: ENODEV, and one
+#    console line that names the claim as the reason.
 # Stock kernels have no /dev/vmgenid: the probe must say so.  Without
 # KERNELS=, the debug lane's kernel (debug-6.12) is tested beside patched.
 set -euo pipefail
@@ -113,18 +117,31 @@ signal_tests() {
 	snap_end migrate-file "$k-control"
 }
 
-# nomap_tests NAME: a boot with vmgenid.map_id=0.
-nomap_tests() {
-	local k=$1 p
-	guest_boot "$k-nomap" "$(kernel_path "$k")" --append vmgenid.map_id=0
-	p=$(guest_call "$k-nomap" vmgenid-probe)
-	t_eq "$k: booted with vmgenid.map_id=0, the mapping gets ENODEV" "$(agent_field map_read <<<"$p")" "$ENODEV"
-	t_eq "$k: and the driver says so once" \
-		"$(grep -c "the ID's page is not mapped into user space" "$(guest_dir "$k-nomap")/console.log" || true)" 1
-	guest_stop "$k-nomap"
+# unmapped_tests NAME TAG APPEND REASON: a boot with APPEND on the command
+# line, where the driver must refuse to map the ID's page for REASON.
+# Sets ID_PHYS, where the agent found the ID.
+unmapped_tests() {
+	local k=$1 tag=$2 append=$3 reason=$4 p
+	guest_boot "$k-$tag" "$(kernel_path "$k")" --append "$append"
+	ID_PHYS=$(agent_field guid_phys <<<"$(guest_call "$k-$tag" info)")
+	p=$(guest_call "$k-$tag" vmgenid-probe)
+	t_eq "$k: booted with $append, the mapping gets ENODEV" "$(agent_field map_read <<<"$p")" "$ENODEV"
+	t_eq "$k: and the driver says why ($reason), once" \
+		"$(grep -c "the ID's page is not mapped into user space ($reason)" "$(guest_dir "$k-$tag")/console.log" || true)" 1
+	guest_stop "$k-$tag"
 }
 
-t_plan $(($(wc -w <<<"$patched") * 15 + $(wc -w <<<"$drbg") * 6 + $(wc -w <<<"$stock")))
+# claimed_tests NAME PHYS: the ID's page marked ACPI data, a busy region.
+# PHYS is where an earlier boot's agent found the ID: the firmware puts it
+# at the same address in every boot of the same machine.
+claimed_tests() {
+	local k=$1 phys=$2
+	[[ "$phys" =~ ^0x[0-9a-f]+$ ]] || die "fork_signal: $k: the agent gave no address of the ID ('$phys')"
+	unmapped_tests "$k" claimed "memmap=4K#$(printf '0x%x' $((phys & ~4095)))" \
+		"the page is claimed by another driver or the firmware"
+}
+
+t_plan $(($(wc -w <<<"$patched") * 15 + $(wc -w <<<"$drbg") * 8 + $(wc -w <<<"$stock")))
 for k in $stock; do
 	kernel=$(kernel_path "$k")
 	guest_boot "$k" "$kernel"
@@ -136,7 +153,8 @@ for k in $patched; do
 	signal_tests "$k"
 done
 for k in $drbg; do
-	nomap_tests "$k"
+	unmapped_tests "$k" nomap vmgenid.map_id=0 vmgenid.map_id=0
+	claimed_tests "$k" "$ID_PHYS"
 done
 
 ROWS=()
