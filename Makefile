@@ -352,7 +352,7 @@ mutants: deps
 	@LINUX=$(LINUX) snapshot-tests/drivers/mutants.sh
 
 bench-wg: deps
-	@$(MAKE) --no-print-directory kernels guest tools
+	@$(MAKE) --no-print-directory kernels kernel-bench guest tools
 	@snapshot-tests/drivers/bench-wg.sh
 
 DEPTH ?= 100

@@ -372,15 +372,18 @@ static int cmd_bench_u32(const char *args)
 	return 0;
 }
 
-/* "burst DEV DST PORT COUNT": COUNT datagrams through DEV, timed (bench.h). */
+/*
+ * "burst DEV DST PORT COUNT": COUNT datagrams, timed until DEV (a device,
+ * or a counter's file) has sent them (bench.h).
+ */
 static int cmd_burst(const char *args)
 {
-	char dev[32], dst[64], err[256];
+	char dev[128], dst[64], err[256];
 	unsigned long long count;
 	unsigned int port;
 	struct burst b;
 
-	if (sscanf(args, "%31s %63s %u %llu", dev, dst, &port, &count) != 4)
+	if (sscanf(args, "%127s %63s %u %llu", dev, dst, &port, &count) != 4)
 		return -EINVAL;
 	if (bench_burst(dev, dst, port, count, &b, err, sizeof(err))) {
 		reply("error=%s", err);

@@ -227,14 +227,20 @@ static int idle_ns(uint64_t *ns)
 	return found ? 0 : ENOENT;
 }
 
-/* Packets DEV has sent, from /proc/net/dev; 0 or an errno. */
+/*
+ * Packets DEV has sent, from /proc/net/dev, or the counter in the file DEV
+ * if it is a path; 0 or an errno.
+ */
 static int tx_packets(const char *dev, uint64_t *n)
 {
 	unsigned long long v[10];
 	char line[512], name[64];
-	FILE *f = fopen("/proc/net/dev", "r");
+	FILE *f;
 	int rc = ENODEV;
 
+	if (dev[0] == '/')
+		return read_hook(dev, n);
+	f = fopen("/proc/net/dev", "r");
 	if (!f)
 		return errno;
 	while (rc && fgets(line, sizeof(line), f)) {

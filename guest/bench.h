@@ -26,8 +26,10 @@ int bench_reseeds(uint64_t *reseeds, char *err, size_t errlen);
  * COUNT datagrams of 32 bytes to DST:PORT through DEV (the tunnel) as fast
  * as the socket takes them, and the guest's clock from the first until
  * DEV has sent the last: start and end (CLOCK_MONOTONIC), the idle time
- * over all CPUs in between (ns, /proc/timer_list) and what DEV sent.  -1 with err
- * set if DEV sent fewer than COUNT within 30 s of guest time.
+ * over all CPUs in between (ns, /proc/timer_list) and what DEV sent.  DEV
+ * is a network device, or a file holding a counter of packets sent (a path:
+ * the bench kernels' WireGuard sink).  -1 with err set if DEV sent fewer
+ * than COUNT within 30 s of guest time.
  */
 struct burst {
 	uint64_t start_ns, end_ns, idle_ns, sent;

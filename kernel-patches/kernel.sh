@@ -5,8 +5,9 @@
 #       stock; patched (stock + the series, nothing else: what is measured);
 #       kunit (patched + the KUnit suites, kunit.config); debug (kunit +
 #       debug.config); stock-bench, patched-bench (plus the hooks in bench/,
-#       for make bench-rng); mutant-NAME (kunit + mutants/NAME.patch, for
-#       make mutants).  A name ending in -6.12 builds from 6.12, else 6.1.
+#       for make bench-rng and bench-wg); mutant-NAME (kunit +
+#       mutants/NAME.patch, for make mutants).  A name ending in -6.12
+#       builds from 6.12, else 6.1.
 #   kernel.sh build debian|debian-cloud|debian-cloud-6.12
 #       Debian's own binary kernels, not built but downloaded (apt-get
 #       download of what linux-image-amd64, linux-image-cloud-amd64 and
