@@ -34,6 +34,7 @@ set -euo pipefail
 qemu_setup
 
 EPERM=1 ENODEV=19 EACCES=13 EINVAL=22
+declare -A ID_PHYS=()
 RESUMED_S=2
 
 # The debug lane's kernel too (make check: debug-6.12, the 6.12 series),
@@ -75,7 +76,7 @@ probe_tests() {
 }
 
 signal_tests() {
-	local k=$1 kernel dir guid p g waited
+	local k=$1 kernel dir guid info p g waited
 	kernel=$(kernel_path "$k")
 	dir=$RUN_DIR/$k
 	mkdir -p "$dir/1" "$dir/2"
@@ -83,7 +84,11 @@ signal_tests() {
 	p=$(guest_call "$k" vmgenid-probe)
 	t_diag "$k: $(tr '\n' ' ' <<<"$p")"
 	probe_tests "$k" "$p"
-	guid=$(agent_field guid <<<"$(guest_call "$k" info)")
+	info=$(guest_call "$k" info)
+	guid=$(agent_field guid <<<"$info")
+	# The firmware puts the ID at the same address in every boot of the
+	# same machine: where claimed_tests marks the page busy.
+	ID_PHYS[$k]=$(agent_field guid_phys <<<"$info")
 	# 0 after a boot, unless KUnit suites forked at boot (the kunit builds).
 	# A reseed without a fork (RNDRESEEDCRNG, answered before the next
 	# call) must not count one; the count is read synchronously.
@@ -119,11 +124,9 @@ signal_tests() {
 
 # unmapped_tests NAME TAG APPEND REASON: a boot with APPEND on the command
 # line, where the driver must refuse to map the ID's page for REASON.
-# Sets ID_PHYS, where the agent found the ID.
 unmapped_tests() {
 	local k=$1 tag=$2 append=$3 reason=$4 p
 	guest_boot "$k-$tag" "$(kernel_path "$k")" --append "$append"
-	ID_PHYS=$(agent_field guid_phys <<<"$(guest_call "$k-$tag" info)")
 	p=$(guest_call "$k-$tag" vmgenid-probe)
 	t_eq "$k: booted with $append, the mapping gets ENODEV" "$(agent_field map_read <<<"$p")" "$ENODEV"
 	t_eq "$k: and the driver says why ($reason), once" \
@@ -131,11 +134,10 @@ unmapped_tests() {
 	guest_stop "$k-$tag"
 }
 
-# claimed_tests NAME PHYS: the ID's page marked ACPI data, a busy region.
-# PHYS is where an earlier boot's agent found the ID: the firmware puts it
-# at the same address in every boot of the same machine.
+# claimed_tests NAME: the ID's page marked ACPI data, a busy region, where
+# signal_tests' boot of the same machine found the ID.
 claimed_tests() {
-	local k=$1 phys=$2
+	local k=$1 phys=${ID_PHYS[$1]:-}
 	[[ "$phys" =~ ^0x[0-9a-f]+$ ]] || die "fork_signal: $k: the agent gave no address of the ID ('$phys')"
 	unmapped_tests "$k" claimed "memmap=4K#$(printf '0x%x' $((phys & ~4095)))" \
 		"the page is claimed by another driver or the firmware"
@@ -154,7 +156,7 @@ for k in $patched; do
 done
 for k in $drbg; do
 	unmapped_tests "$k" nomap vmgenid.map_id=0 vmgenid.map_id=0
-	claimed_tests "$k" "$ID_PHYS"
+	claimed_tests "$k"
 done
 
 ROWS=()
