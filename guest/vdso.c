@@ -11,6 +11,7 @@
 #define _GNU_SOURCE
 #include <elf.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -29,6 +30,13 @@ struct vgetrandom_params {
 typedef ssize_t (*vgetrandom_fn)(void *buf, size_t len, unsigned int flags, void *state,
 				 size_t state_len);
 
+/*
+ * Set once, under init_lock, and only after params holds the vDSO's answer:
+ * the recorder's workers each call vdso_getrandom_init(), and a worker that
+ * saw the function before its parameters would map a state of 0 bytes
+ * (EINVAL; seen once in fork_debug's vDSO row, 2 vCPUs on the debug kernel).
+ */
+static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
 static vgetrandom_fn vgetrandom;
 static struct vgetrandom_params params;
 
@@ -76,22 +84,29 @@ static void *vdso_sym(const char *name)
 
 int vdso_getrandom_init(char *err, size_t errlen)
 {
+	vgetrandom_fn fn;
 	ssize_t r;
+	int rc = 0;
 
+	pthread_mutex_lock(&init_lock);
 	if (vgetrandom)
-		return 0;
-	vgetrandom = (vgetrandom_fn)vdso_sym("__vdso_getrandom");
-	if (!vgetrandom) {
+		goto out;
+	fn = (vgetrandom_fn)vdso_sym("__vdso_getrandom");
+	if (!fn) {
 		snprintf(err, errlen, "no __vdso_getrandom in this kernel's vDSO (Linux 6.11 and later)");
-		return -ENOSYS;
+		rc = -ENOSYS;
+		goto out;
 	}
-	r = vgetrandom(NULL, 0, 0, &params, ~0UL);
+	r = fn(NULL, 0, 0, &params, ~0UL);
 	if (r) {
-		vgetrandom = NULL;
 		snprintf(err, errlen, "__vdso_getrandom refused its parameters: %s", strerror((int)-r));
-		return r < 0 ? (int)r : -EIO;
+		rc = r < 0 ? (int)r : -EIO;
+		goto out;
 	}
-	return 0;
+	vgetrandom = fn;
+out:
+	pthread_mutex_unlock(&init_lock);
+	return rc;
 }
 
 void *vdso_getrandom_state(void)
