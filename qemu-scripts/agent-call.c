@@ -30,7 +30,7 @@ static void __attribute__((noreturn)) fail(int code, const char *fmt, const char
 
 int main(int argc, char **argv)
 {
-	static char line[sizeof(rd.buf)], req[AGENT_REQUEST_MAX];
+	static char line[sizeof(rd.buf)], req[AGENT_REQUEST_MAX], why[sizeof(rd.buf)];
 	char id[32];
 	double seconds = 30;
 	long long deadline;
@@ -76,10 +76,20 @@ int main(int argc, char **argv)
 			continue;
 		if (!strcmp(line + idlen + 1, "ok"))
 			return 0;
+		/*
+		 * The reason for a failure comes as an "error=" line before the
+		 * "err" line, on stdout with the rest of the reply, which callers
+		 * often discard: say it on stderr too.
+		 */
 		if (!strncmp(line + idlen + 1, "err ", 4)) {
-			fprintf(stderr, "agent: %s\n", line + idlen + 5);
+			if (*why)
+				fprintf(stderr, "agent: %s (%s)\n", line + idlen + 5, why);
+			else
+				fprintf(stderr, "agent: %s\n", line + idlen + 5);
 			return 1;
 		}
+		if (!strncmp(line + idlen + 1, "error=", 6))
+			snprintf(why, sizeof(why), "%s", line + idlen + 7);
 		puts(line + idlen + 1);
 	}
 }
