@@ -16,7 +16,7 @@
 #    WARNING.
 
 # DEBUG_KERNEL=debug-6.12 runs the lane on the 6.12 series (make kernel-debug
-# LINUX=6.12), with a second fork run of the vDSO's getrandom() (patch 0010)
+# LINUX=6.12), with a second fork run of the vDSO's getrandom() (6.12's vDSO patch)
 # whose clones' GUIDs are new in their last group only (RNG_GUIDS=tail,
 # "vdso-16:tail"): their first 8 bytes stay, so the vDSO must compare the
 # whole ID, which also sees a new random one.  A run with new random GUIDs

@@ -13,7 +13,7 @@
 #    get_random_long() come from base_crng.key alone;
 #  - on 6.12 kernels (KERNELS=...-6.12), the vDSO's getrandom(): output
 #    made in user space from a key per thread, which the kernel renews only
-#    when it reseeds (stock) or as soon as the ID changed (patch 0010);
+#    when it reseeds (stock) or as soon as the ID changed (6.12's vDSO patch);
 #    once more with clones whose GUIDs differ from the original's in the
 #    last group only (RNG_GUIDS=tail), as operators who number their clones
 #    give them: the first 8 bytes of the ID stay, and a check of those

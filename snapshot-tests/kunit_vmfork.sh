@@ -45,7 +45,7 @@ declare -A cases=(
 		wg_vmfork_test_session_stamp wg_vmfork_test_session_in_use
 		wg_vmfork_test_no_session wg_vmfork_test_rekeyed_since"
 )
-# The 6.12 series' vDSO check (0010) adds a case where the vDSO has getrandom().
+# The 6.12 series' vDSO check (0013) adds a case where the vDSO has getrandom().
 config=$(dirname "$(readlink -f "$kernel")")/.config
 if grep -qx 'CONFIG_VDSO_GETRANDOM=y' "$config" 2>/dev/null; then
 	cases[random_vmfork]+=" vmfork_test_vdso_check vmfork_test_vdso_no_page"

@@ -1,5 +1,5 @@
 #!/bin/bash
-# make bench-vdso: what the 6.12 series' vDSO check (patch 0010) costs,
+# make bench-vdso: what the 6.12 series' vDSO check (patch 0013) costs,
 # stock-6.12 and patched-6.12 measured in the same run.  Instructions per
 # call on guests that count instructions (machine.sh --deterministic,
 # 1 vCPU, a vmgenid device: guest time advances 1 ns per instruction, so
