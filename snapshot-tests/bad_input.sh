@@ -6,7 +6,8 @@
 # reference, a truncated, empty or foreign pcap capture, an unknown
 # snapshot method, bad driver options (cold-clones' rows too), a driver
 # started on the results directory of one that runs, a failing
-# row inside the matrix, a guest without vmgenid, a seed disk that holds
+# row inside the matrix, a guest without vmgenid, an agent request it
+# refuses (the reason on stderr), a seed disk that holds
 # no filesystem, an operator's image that cannot be used.
 set -euo pipefail
 . "$(dirname "$0")/lib/ktap.sh"
@@ -130,6 +131,10 @@ info=$(guest_call novmgenid info)
 # shellcheck disable=SC2016 # expanded by the child shell
 expect_fail "guest without vmgenid refused by the measurement" "no vmgenid device" \
 	bash -c '. "$1"; rng_require "$2"' _ "$FORKSAFE_ROOT/snapshot-tests/lib/measure.sh" "$info"
+# A request the agent refuses: its reason reaches stderr, which callers
+# keep, not only stdout with the rest of the reply, which many discard.
+expect_fail "a refused agent request says why on stderr" "unknown shape 'no-such-shape'" \
+	guest_call novmgenid record start no-such-shape 1
 guest_stop novmgenid
 
 # An operator's image (IMAGE=, qemu-scripts/image.sh) is read without
