@@ -50,6 +50,10 @@ config=$(dirname "$(readlink -f "$kernel")")/.config
 if grep -qx 'CONFIG_VDSO_GETRANDOM=y' "$config" 2>/dev/null; then
 	cases[random_vmfork]+=" vmfork_test_vdso_check vmfork_test_vdso_no_page"
 fi
+# And its 8-byte source (the kernel's patches file lists what it carries).
+if grep -q 'random: take an 8-byte VM generation counter' "${config%.config}patches" 2>/dev/null; then
+	cases[random_vmfork]+=" vmfork_test_counter"
+fi
 t_plan $(($(wc -w <<<"${cases[*]}") + 2 + 3))
 
 # kunit_boot NAME [machine options]: boot until both suites have reported,
