@@ -44,6 +44,12 @@ vcpus=2
 nclones=2
 DEBUG_BLOCKS=${DEBUG_BLOCKS:-20000} DEBUG_VDSO_SCALE=${DEBUG_VDSO_SCALE:-6} DEBUG_TRIES=${DEBUG_TRIES:-3}
 [ -f "$kernel" ] || t_skip "no debug kernel at $kernel: run 'make kernel-debug' (LINUX=6.12 for debug-6.12)"
+# Run alone, without run.sh's ACCEL, probe KVM once as run.sh does, outside
+# the run directory: every console under it must be a guest of the run.
+if [ -z "${ACCEL:-}" ]; then
+	ACCEL=$("$FORKSAFE_ROOT/qemu-scripts/accel-probe.sh" "$kernel")
+	export ACCEL
+fi
 
 # What lockdep, KASAN, KFENCE, DEBUG_ATOMIC_SLEEP, PROVE_RCU and debugobjects print,
 # and any other BUG, WARNING or oops.
@@ -54,9 +60,7 @@ reports+='|lockdep is turned off|BUG:|WARNING:|Call Trace|Oops|Kernel panic|gene
 
 # scan_consoles: every guest's whole serial console under $RUN_DIR (the boot
 # guest, the original and each restored QEMU; rng_measure's <clone>.console
-# files are tails of these), one assertion each.  Sets $scanned.  The KVM
-# probe's guest (run here when the scenario runs alone, without run.sh's
-# ACCEL) is no guest of the experiment, and its KVM boot fails here anyway.
+# files are tails of these), one assertion each.  Sets $scanned.
 scan_consoles() {
 	local f name hits line
 	scanned=0
@@ -75,7 +79,7 @@ scan_consoles() {
 		# The report itself, from its first line, for the analysis.
 		t_diag "$name: console from the first report:"
 		while read -r line; do t_diag "  $line"; done < <(tr -d '\r' <"$f" | tail -n "+${hits%%:*}" | head -n 60)
-	done < <(find "$RUN_DIR" -name console.log -type f -not -path '*/kvm-probe/*' | sort)
+	done < <(find "$RUN_DIR" -name console.log -type f | sort)
 }
 
 # ---- boot and KUnit ------------------------------------------------------------
