@@ -27,7 +27,8 @@
 #              errors, one poll() wake per fork, the checked DRBG fork-safe
 #   rebind     snapshot-tests/vmgenid_rebind.sh on the kernel: the driver
 #              unbound and bound again, a sleeping poller still woken, no
-#              oops at a fork's notification while unbound
+#              oops at a fork's notification while unbound, the ID's page
+#              taken out of user space's mappings and given back
 #   rng        a migrate-file fork at 2 vCPUs, getrandom() loops: fork-safe
 #   vdso       6.12 only: the same with vDSO getrandom() loops
 #   vdso-tail  6.12 only: the same with clones whose GUIDs are new in
@@ -223,7 +224,8 @@ CHECKS="kunit signal rebind rng long_read pre_init wireguard"
 # checks_for MUTANT: CHECKS, those that look at what the mutant's patch
 # changes first: /dev/vmgenid's (drivers/virt/vmgenid.c) signal,
 # WireGuard's (drivers/net/wireguard/) KUnit and the tunnel rows, the
-# vDSO's (lib/vdso/) the vDSO rows; the random.c mutants CHECKS' order.
+# vDSO's (lib/vdso/) the vDSO rows, x86's vvar area (arch/x86/entry/vdso/)
+# the rebind rows; the random.c mutants CHECKS' order.
 # Every check is still tried before a mutant counts as a survivor; the
 # kill named is the first in this order.  It spares a mutant of the
 # device KUnit's 3 minutes, and one of WireGuard the RNG rows.
@@ -233,6 +235,7 @@ checks_for() {
 	case "$files" in *lib/vdso/*) first="vdso vdso_tail vdso_nomap" ;; esac
 	case "$files" in *drivers/net/wireguard/*) first="$first kunit wireguard" ;; esac
 	case "$files" in *drivers/virt/vmgenid.c*) first="$first signal rebind" ;; esac
+	case "$files" in *arch/x86/entry/vdso/*) first="$first rebind" ;; esac
 	for c in $CHECKS; do
 		case " $first " in *" $c "*) ;; *) rest="$rest $c" ;; esac
 	done
