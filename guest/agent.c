@@ -888,6 +888,30 @@ static int cmd_vmgenid_watch(const char *args)
 	return 0;
 }
 
+/* "vmgenid-maps start|status": the ID's page in the agent's own mappings. */
+static int cmd_vmgenid_maps(const char *args)
+{
+	struct signal_maps m;
+	int rc;
+
+	if (!strcmp(args, "start"))
+		return signal_maps_start();
+	if (strcmp(args, "status"))
+		return -EINVAL;
+	rc = signal_maps_status(&m);
+	if (rc)
+		return rc;
+	reply("dev_faults=%ld", m.dev_faults);
+	reply("dev_id=%s", m.dev_id);
+	reply("vvar=%d", m.vvar);
+	if (!m.vvar)
+		return 0;
+	reply("vvar_faults=%ld", m.vvar_faults);
+	reply("vvar_id=%s", m.vvar_id);
+	reply("child_vvar_faults=%ld", m.child_vvar_faults);
+	return 0;
+}
+
 static int quit;
 
 static int cmd_poweroff(const char *args)
@@ -913,6 +937,7 @@ static const struct command {
 	{ "reseeds", cmd_reseeds },
 	{ "vmgenid-probe", cmd_vmgenid_probe },
 	{ "vmgenid-watch", cmd_vmgenid_watch },
+	{ "vmgenid-maps", cmd_vmgenid_maps },
 	{ "net-up", cmd_net_up },
 	{ "wg-up", cmd_wg_up },
 	{ "wg-show", cmd_wg_show },

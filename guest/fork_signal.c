@@ -13,8 +13,12 @@
 #include <stdatomic.h>
 #include <string.h>
 #include <unistd.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <linux/netlink.h>
 #include "forksafe.h"
 #include "genid.h"
@@ -212,5 +216,132 @@ int signal_watch_status(unsigned int *n, unsigned int *n_uevents, uint64_t *gene
 	*n = atomic_load(&wakes);
 	*n_uevents = atomic_load(&uevents);
 	*generation = atomic_load(&last_generation);
+	return 0;
+}
+
+/* ---- The ID's page in the agent's own mappings ---------------------------------- */
+
+/*
+ * x86's vvar area on the 6.12 series: vmgenid_page is the fifth page, after
+ * the vvar, pvclock, hvclock and timens pages (the series' "random: vDSO:
+ * check the VM generation ID before returning output").
+ */
+#define VVAR_VMGENID_PAGE 4
+
+static const volatile uint8_t *dev_page, *vvar_page;
+static uint32_t maps_id_offset;
+
+/* The minor faults of one read of P by this thread. */
+static long read_faults(const volatile uint8_t *p)
+{
+	struct rusage a, b;
+
+	memset(&a, 0, sizeof(a));
+	memset(&b, 0, sizeof(b));
+	getrusage(RUSAGE_THREAD, &a);
+	(void)*p;
+	getrusage(RUSAGE_THREAD, &b);
+	return b.ru_minflt - a.ru_minflt;
+}
+
+/* How many faults P takes, then what ID it holds. */
+static long read_page(const volatile uint8_t *p, char id[37])
+{
+	uint8_t g[GENID_LEN];
+	long n = read_faults(p);
+
+	genid_read(p + maps_id_offset, g);
+	genid_format(g, id);
+	return n;
+}
+
+/* vmgenid_page of this process's vvar area, or NULL if it has none. */
+static const volatile uint8_t *find_vvar_page(void)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	unsigned long start, end;
+	char line[512];
+	FILE *f = fopen("/proc/self/maps", "re");
+	const volatile uint8_t *p = NULL;
+
+	if (!f)
+		return NULL;
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, "[vvar]") && sscanf(line, "%lx-%lx", &start, &end) == 2 &&
+		    (end - start) / page > VVAR_VMGENID_PAGE)
+			p = (const volatile uint8_t *)(start + VVAR_VMGENID_PAGE * page);
+	fclose(f);
+	return p;
+}
+
+int signal_maps_start(void)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	struct vmgenid_generation g;
+	void *map;
+	int fd;
+
+	if (dev_page)
+		return -EBUSY;
+	fd = open(FORKSAFE_DEVICE, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (read(fd, &g, sizeof(g)) != (ssize_t)sizeof(g) || g.id_offset > page - GENID_LEN) {
+		close(fd);
+		return -EIO;
+	}
+	map = mmap(NULL, page, PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	if (map == MAP_FAILED)
+		return -errno;
+	maps_id_offset = g.id_offset;
+	dev_page = map;
+	vvar_page = find_vvar_page();
+	(void)*dev_page;
+	if (vvar_page)
+		(void)*vvar_page;
+	return 0;
+}
+
+/*
+ * A child forked now: the faults of its first read of vmgenid_page, after a
+ * read of its stack that faults in the code and stack it runs on.
+ */
+static long child_read_faults(void)
+{
+	volatile uint8_t warm = 0;
+	int pfd[2], status;
+	long n = -1;
+	pid_t pid;
+
+	if (pipe2(pfd, O_CLOEXEC))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		read_faults(&warm);
+		n = read_faults(vvar_page);
+		_exit(write(pfd[1], &n, sizeof(n)) == sizeof(n) ? 0 : 1);
+	}
+	close(pfd[1]);
+	if (pid > 0) {
+		if (read(pfd[0], &n, sizeof(n)) != sizeof(n))
+			n = -1;
+		waitpid(pid, &status, 0);
+	}
+	close(pfd[0]);
+	return n;
+}
+
+int signal_maps_status(struct signal_maps *m)
+{
+	memset(m, 0, sizeof(*m));
+	if (!dev_page)
+		return -ENOENT;
+	m->dev_faults = read_page(dev_page, m->dev_id);
+	m->vvar = vvar_page != NULL;
+	if (!vvar_page)
+		return 0;
+	m->vvar_faults = read_page(vvar_page, m->vvar_id);
+	m->child_vvar_faults = child_read_faults();
 	return 0;
 }

@@ -31,4 +31,20 @@ int signal_probe(struct signal_probe *p);
 int signal_watch_start(void);
 int signal_watch_status(unsigned int *wakes, unsigned int *uevents, uint64_t *generation);
 
+/*
+ * The ID's page as the agent's own mappings see it: /dev/vmgenid's, mapped
+ * once by start and kept across unbinds, and x86's vvar vmgenid_page (6.12
+ * series).  A read's minor faults tell whether the kernel dropped the
+ * entry since the last read (1) or kept it (0); the ID is what it held.
+ */
+struct signal_maps {
+	int vvar;			/* the vvar area has vmgenid_page */
+	long dev_faults, vvar_faults;
+	long child_vvar_faults;		/* in a child forked after a read */
+	char dev_id[37], vvar_id[37];
+};
+
+int signal_maps_start(void);
+int signal_maps_status(struct signal_maps *m);
+
 #endif
