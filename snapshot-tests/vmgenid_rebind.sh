@@ -19,7 +19,9 @@
 #    the ID with their entries kept (a read takes no fault); unbound, the
 #    entries are dropped (a read faults) and read zeros; bound again,
 #    dropped again and read the ID; a child forked after the parent's
-#    read faults vmgenid_page in itself (its fork's copy dropped).
+#    read faults vmgenid_page in itself (its fork's copy dropped);
+#  - the unbind and the bind print no lockdep, KASAN or atomic-sleep
+#    report on the guest's console (the debug lane's kernel sees them).
 set -euo pipefail
 . "$(dirname "$0")/lib/ktap.sh"
 . "$(dirname "$0")/lib/measure.sh"
@@ -90,6 +92,7 @@ rebind_tests() {
 	out=$(guest_call "$k" vmgenid-maps status)
 	t_eq "$k: bound again: the mapping reads the ID, the zero page dropped" "$(maps dev <<<"$out")" "1 $guid"
 	[ "$vvar" = 0 ] || t_eq "$k: bound again: vmgenid_page reads the ID, the zero page dropped" "$(maps vvar <<<"$out")" "1 $guid"
+	t_eq "$k: the console is clean after the boot, the unbind and the bind (lockdep, KASAN, atomic sleep)" "$(oopses "$k")" 0
 	t_eq "$k: /dev/vmgenid answers again after the bind" \
 		"$(agent_field generation <<<"$(guest_call "$k" vmgenid-probe 2>&1)")" "$g"
 	snap_save migrate-file "$k" "$dir/bound"
