@@ -372,6 +372,24 @@ static int cmd_bench_u32(const char *args)
 	return 0;
 }
 
+/* "bench-fork COUNT": COUNT fork()s and waits, timed by the guest's clock. */
+static int cmd_bench_fork(const char *args)
+{
+	unsigned int count;
+	char err[256];
+	uint64_t ns;
+
+	if (sscanf(args, "%u", &count) != 1 || !count)
+		return -EINVAL;
+	if (bench_fork(count, &ns, err, sizeof(err))) {
+		reply("error=%s", err);
+		return -EIO;
+	}
+	reply("ns=%llu", (unsigned long long)ns);
+	reply("calls_per_s=%llu", (unsigned long long)(count * 1000000000ull / (ns ? ns : 1)));
+	return 0;
+}
+
 /*
  * "burst DEV DST PORT COUNT": COUNT datagrams, timed until DEV (a device,
  * or a counter's file) has sent them (bench.h).
@@ -932,6 +950,7 @@ static const struct command {
 	{ "record", cmd_record },
 	{ "bench", cmd_bench },
 	{ "bench-u32", cmd_bench_u32 },
+	{ "bench-fork", cmd_bench_fork },
 	{ "burst", cmd_burst },
 	{ "sample", cmd_sample },
 	{ "reseeds", cmd_reseeds },

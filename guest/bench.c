@@ -31,6 +31,7 @@
 #include <netinet/in.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include "bench.h"
 #include "clock.h"
 #include "vdso.h"
@@ -194,6 +195,37 @@ int bench_reseeds(uint64_t *reseeds, char *err, size_t errlen)
 	if (rc)
 		snprintf(err, errlen, "%s: %s (boot a *-bench kernel)", BENCH_RESEEDS_PATH, strerror(rc));
 	return rc ? -1 : 0;
+}
+
+/* ---- fork ------------------------------------------------------------------ */
+
+int bench_fork(unsigned int count, uint64_t *ns, char *err, size_t errlen)
+{
+	char buf[16], why[256];
+	int64_t start;
+	unsigned int i;
+	void *state;
+	int status;
+	pid_t pid;
+
+	if (!vdso_getrandom_init(why, sizeof(why)) && (state = vdso_getrandom_state()))
+		vdso_getrandom(state, buf, sizeof(buf), 0);
+	start = mono_ns();
+	for (i = 0; i < count; i++) {
+		pid = fork();
+		if (pid < 0) {
+			snprintf(err, errlen, "fork: %s", strerror(errno));
+			return -1;
+		}
+		if (!pid)
+			_exit(0);
+		if (waitpid(pid, &status, 0) != pid) {
+			snprintf(err, errlen, "waitpid: %s", strerror(errno));
+			return -1;
+		}
+	}
+	*ns = (uint64_t)(mono_ns() - start);
+	return 0;
 }
 
 /* ---- a burst through the tunnel ------------------------------------------- */

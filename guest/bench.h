@@ -19,6 +19,14 @@ int bench_getrandom(size_t size, unsigned int ms, int vdso, uint64_t *calls, int
  */
 int bench_u32(uint64_t *calls_per_s, int *threads, char *err, size_t errlen);
 
+/*
+ * COUNT fork()s of the caller, each child exiting at once and waited for,
+ * after one vDSO getrandom() call where there is one (so that the vvar
+ * area's entries are faulted in, as in a process that used it): the
+ * guest's clock over the loop, in ns, or -1 with err set.
+ */
+int bench_fork(unsigned int count, uint64_t *ns, char *err, size_t errlen);
+
 /* crng reseeds since boot (kernel/random/bench_reseeds); -1 with err set. */
 int bench_reseeds(uint64_t *reseeds, char *err, size_t errlen);
 
