@@ -31,12 +31,13 @@ ICOUNT_MS=${ICOUNT_MS:-500} ICOUNT_ROUNDS=${ICOUNT_ROUNDS:-9} ICOUNT_GUID=6f726b
 # alternating; a table row "| LABEL | stock | patched | calls per
 # instruction patched/stock | distinct figures |" from the medians.
 icount_row() {
-	local label=$1 stock=$2 patched=$3 r g s p
+	local label=$1 stock=$2 patched=$3 r g s p c
 	shift 3
 	for ((r = 1; r <= ICOUNT_ROUNDS; r++)); do
 		for g in "$stock" "$patched"; do
-			guest_call "$g" -t 600 "$@" | agent_field calls_per_s |
-				awk '{ printf "%.1f\n", 1e9 / $1 }' >>"$RUN_DIR/icount-$g-$label"
+			c=$(guest_call "$g" -t 600 "$@" | agent_field calls_per_s) || true
+			[[ "$c" =~ ^[1-9][0-9]*$ ]] || die "bench: $label: $g answered no calls_per_s to '$*'"
+			awk -v c="$c" 'BEGIN { printf "%.1f\n", 1e9 / c }' >>"$RUN_DIR/icount-$g-$label"
 		done
 	done
 	s=$(median <"$RUN_DIR/icount-$stock-$label") p=$(median <"$RUN_DIR/icount-$patched-$label")
