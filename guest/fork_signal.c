@@ -14,7 +14,6 @@
 #include <string.h>
 #include <unistd.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>

@@ -63,7 +63,7 @@ has_vdso_getrandom() {
 }
 
 rebind_tests() {
-	local k=$1 kernel dir g guid out waited
+	local k=$1 kernel dir g guid out waited vvar
 	kernel=$(kernel_path "$k")
 	dir=$RUN_DIR/$k
 	mkdir -p "$dir/bound" "$dir/unbound"
