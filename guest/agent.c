@@ -439,6 +439,25 @@ static int cmd_burst(const char *args)
 	reply("sent=%llu", (unsigned long long)b.sent);
 	reply("elapsed_ns=%llu", (unsigned long long)(b.end_ns - b.start_ns));
 	reply("idle_ns=%llu", (unsigned long long)b.idle_ns);
+	reply("ctxt=%llu", (unsigned long long)b.ctxt);
+	return 0;
+}
+
+/* "bench-xmit DEV COUNT": COUNT packets through WireGuard's send path in place (bench.h). */
+static int cmd_bench_xmit(const char *args)
+{
+	char dev[32], err[256];
+	unsigned long long count;
+	uint64_t ns;
+
+	if (sscanf(args, "%31s %llu", dev, &count) != 2)
+		return -EINVAL;
+	if (bench_xmit(dev, count, &ns, err, sizeof(err))) {
+		reply("error=%s", err);
+		return -EIO;
+	}
+	reply("packets=%llu", count);
+	reply("ns=%llu", (unsigned long long)ns);
 	return 0;
 }
 
@@ -981,6 +1000,7 @@ static const struct command {
 	{ "bench-u32", cmd_bench_u32 },
 	{ "bench-fork", cmd_bench_fork },
 	{ "burst", cmd_burst },
+	{ "bench-xmit", cmd_bench_xmit },
 	{ "sample", cmd_sample },
 	{ "reseeds", cmd_reseeds },
 	{ "vmgenid-probe", cmd_vmgenid_probe },

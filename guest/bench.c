@@ -19,6 +19,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -41,6 +42,7 @@
 /* The hooks of the *-bench kernels (kernel-patches/6.1/bench/). */
 #define BENCH_U32_PATH "/proc/sys/kernel/random/bench_u32"
 #define BENCH_RESEEDS_PATH "/proc/sys/kernel/random/bench_reseeds"
+#define BENCH_XMIT_PATH "/sys/module/wireguard/parameters/bench_xmit"
 
 struct bench_thread {
 	pthread_t tid;
@@ -259,6 +261,25 @@ static int idle_ns(uint64_t *ns)
 	return found ? 0 : ENOENT;
 }
 
+/* Context switches since boot, from /proc/stat's ctxt line; 0 or an errno. */
+static int ctxt_count(uint64_t *n)
+{
+	unsigned long long v;
+	char line[256];
+	FILE *f = fopen("/proc/stat", "r");
+	int rc = ENOENT;
+
+	if (!f)
+		return errno;
+	while (rc && fgets(line, sizeof(line), f))
+		if (sscanf(line, "ctxt %llu", &v) == 1) {
+			*n = v;
+			rc = 0;
+		}
+	fclose(f);
+	return rc;
+}
+
 /*
  * Packets DEV has sent, from /proc/net/dev, or the counter in the file DEV
  * if it is a path; 0 or an errno.
@@ -297,7 +318,7 @@ int bench_burst(const char *dev, const char *dst, unsigned int port, uint64_t co
 {
 	struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons(port) };
 	int fd = -1, sndbuf = BURST_SNDBUF, rc = 0;
-	uint64_t tx0 = 0, idle0 = 0, idle1 = 0, i, deadline;
+	uint64_t tx0 = 0, idle0 = 0, idle1 = 0, ctxt0 = 0, ctxt1 = 0, i, deadline;
 	unsigned char d[32] = { 0 };
 
 	memset(b, 0, sizeof(*b));
@@ -312,8 +333,9 @@ int bench_burst(const char *dev, const char *dst, unsigned int port, uint64_t co
 	}
 	rc = tx_packets(dev, &tx0);
 	rc = rc ? rc : idle_ns(&idle0);
+	rc = rc ? rc : ctxt_count(&ctxt0);
 	if (rc) {
-		snprintf(err, errlen, "burst: %s's packets or the idle time (/proc/timer_list): %s",
+		snprintf(err, errlen, "burst: %s's packets, the idle time (/proc/timer_list) or the context switches (/proc/stat): %s",
 			 dev, strerror(rc));
 		goto out;
 	}
@@ -336,12 +358,14 @@ int bench_burst(const char *dev, const char *dst, unsigned int port, uint64_t co
 	}
 	b->end_ns = mono_ns();
 	rc = rc ? rc : idle_ns(&idle1);
+	rc = rc ? rc : ctxt_count(&ctxt1);
 	if (rc) {
-		snprintf(err, errlen, "burst: %s's packets or the idle time (/proc/timer_list): %s",
+		snprintf(err, errlen, "burst: %s's packets, the idle time (/proc/timer_list) or the context switches (/proc/stat): %s",
 			 dev, strerror(rc));
 		goto out;
 	}
 	b->idle_ns = idle1 - idle0;
+	b->ctxt = ctxt1 - ctxt0;
 	close(fd);
 	if (b->sent < count) {
 		snprintf(err, errlen, "burst: %s sent %llu of %llu datagrams", dev,
@@ -353,4 +377,46 @@ out:
 	if (fd >= 0)
 		close(fd);
 	return -1;
+}
+
+/* ---- WireGuard's send path in place ------------------------------------- */
+
+int bench_xmit(const char *dev, uint64_t count, uint64_t *ns, char *err, size_t errlen)
+{
+	unsigned long long done, t;
+	char line[64];
+	int fd, len, rc;
+	FILE *f;
+
+	if (!count || count > BURST_MAX || strlen(dev) > 15) {
+		snprintf(err, errlen, "bench-xmit: a device name and 1..%u packets", BURST_MAX);
+		return -1;
+	}
+	fd = open(BENCH_XMIT_PATH, O_WRONLY | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(err, errlen, "%s: %s (boot a *-bench kernel)", BENCH_XMIT_PATH, strerror(errno));
+		return -1;
+	}
+	/* The kernel runs the packets in the write, and says why not in its errno. */
+	len = snprintf(line, sizeof(line), "%s %llu\n", dev, (unsigned long long)count);
+	errno = 0;
+	rc = write(fd, line, len) == len ? 0 : errno ? errno : EIO;
+	close(fd);
+	if (rc) {
+		snprintf(err, errlen, "bench-xmit: %s %llu: %s%s", dev, (unsigned long long)count, strerror(rc),
+			 rc == EIO ? " (packets left unsent: no keypair yet?)" :
+			 rc == EOPNOTSUPP ? " (needs wireguard.bench_sink=1, one CPU, no preemption)" : "");
+		return -1;
+	}
+	f = fopen(BENCH_XMIT_PATH, "r");
+	rc = f && fscanf(f, "%llu %llu", &done, &t) == 2 && done == count && t;
+	if (f)
+		fclose(f);
+	if (!rc) {
+		snprintf(err, errlen, "bench-xmit: %s does not give %llu packets' time", BENCH_XMIT_PATH,
+			 (unsigned long long)count);
+		return -1;
+	}
+	*ns = t;
+	return 0;
 }

@@ -34,16 +34,25 @@ int bench_reseeds(uint64_t *reseeds, char *err, size_t errlen);
  * COUNT datagrams of 32 bytes to DST:PORT through DEV (the tunnel) as fast
  * as the socket takes them, and the guest's clock from the first until
  * DEV has sent the last: start and end (CLOCK_MONOTONIC), the idle time
- * over all CPUs in between (ns, /proc/timer_list) and what DEV sent.  DEV
+ * over all CPUs in between (ns, /proc/timer_list), the context switches
+ * (/proc/stat) and what DEV sent.  DEV
  * is a network device, or a file holding a counter of packets sent (a path:
  * the bench kernels' WireGuard sink).  -1 with err set if DEV sent fewer
  * than COUNT within 30 s of guest time.
  */
 struct burst {
-	uint64_t start_ns, end_ns, idle_ns, sent;
+	uint64_t start_ns, end_ns, idle_ns, sent, ctxt;
 };
 
 int bench_burst(const char *dev, const char *dst, unsigned int port, uint64_t count,
 		struct burst *b, char *err, size_t errlen);
+
+/*
+ * COUNT packets through the bench kernels' WireGuard send path in place
+ * (wireguard.bench_xmit: staged, encrypted and sunk one at a time in the
+ * caller's context, to DEV's first peer), and the kernel's time for them
+ * in ns; -1 with err set.
+ */
+int bench_xmit(const char *dev, uint64_t count, uint64_t *ns, char *err, size_t errlen);
 
 #endif
