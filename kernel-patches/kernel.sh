@@ -4,8 +4,8 @@
 #   kernel.sh build VARIANT[-6.12]        bzImage, cached by a hash of its inputs
 #       stock; patched (stock + the series, nothing else: what is measured);
 #       kunit (patched + the KUnit suites, kunit.config); debug (kunit +
-#       debug.config); stock-bench, patched-bench (plus the hooks in bench/,
-#       for make bench-rng and bench-wg); mutant-NAME (kunit +
+#       debug.config); stock-bench, patched-bench (plus the hooks in bench/
+#       and bench.config, for make bench-rng and bench-wg); mutant-NAME (kunit +
 #       mutants/NAME.patch, for make mutants).  A name ending in -6.12
 #       builds from 6.12, else 6.1.
 #   kernel.sh build debian|debian-cloud|debian-cloud-6.12
@@ -103,7 +103,7 @@ with_progress() {
 # then the version's own beside it if it has one.
 fragments() {
 	local f
-	for f in forksafe $(case "$1" in kunit | debug | mutant-*) echo kunit ;; esac) \
+	for f in forksafe $(case "$1" in kunit | debug | mutant-*) echo kunit ;; *-bench) echo bench ;; esac) \
 		$([ "$1" != debug ] || echo debug); do
 		echo "$here/$f.config"
 		[ ! -f "$pdir/$f.config" ] || echo "$pdir/$f.config"
