@@ -4,7 +4,8 @@
 # a dead QMP socket, a truncated migration stream, a truncated or garbled
 # recorder dump, one without its header or of another shape than its
 # reference, a truncated, empty or foreign pcap capture, an unknown
-# snapshot method, bad driver options (cold-clones' rows too), a driver
+# snapshot method, bad driver options (cold-clones' rows, a WireGuard row
+# of one clone too), a driver
 # started on the results directory of one that runs, a failing
 # row inside the matrix, a guest without vmgenid, an agent request it
 # refuses (the reason on stderr), a seed disk that holds
@@ -95,6 +96,8 @@ expect_fail "a WireGuard storm through libvirt" "storm: --wg needs a method that
 expect_fail "a storm of no levels" "storm: --depth wants whole numbers of at least 1, not '0'" "$storm" --depth 0
 expect_fail "a crowd of one" "crowd: --clones wants at least 2" \
 	"$FORKSAFE_ROOT/snapshot-tests/drivers/crowd.sh" --clones 1
+expect_fail "a WireGuard row of one clone" "bench-wg: --clones wants at least 2" \
+	"$FORKSAFE_ROOT/snapshot-tests/drivers/bench-wg.sh" --clones 1
 expect_fail "more peers than ports set aside" "wg-scale: at most 1000 peers, not 2000" \
 	"$FORKSAFE_ROOT/snapshot-tests/drivers/wg-scale.sh" --peers 2000
 # A second run of a driver on the results directory of one that runs.

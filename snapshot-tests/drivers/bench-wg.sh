@@ -29,6 +29,8 @@ opts_parse bench-wg --clones=nclones --rounds=rounds --ms=ms --burst=burst --boo
 	--out=out --instructions-only=parts=instructions -- "$@"
 qemu_setup
 opts_counts bench-wg "--clones, --rounds, --ms, --burst and --boots" "$nclones" "$rounds" "$ms" "$burst" "$boots"
+[ "$parts" != all ] || [ "$nclones" -ge 2 ] ||
+	die "bench-wg: --clones wants at least 2 (a clone's own first initiation is told by comparing clones: lib/wg_fork.sh's wg_rows)"
 if [ "$parts" = all ]; then
 	require_kernels bench-wg stock patched stock-bench patched-bench
 else

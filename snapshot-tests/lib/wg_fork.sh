@@ -56,6 +56,12 @@ WG_VMGENID_GPE=5
 wg_rows() {
 	local dir=$1 n=$2 k traffic
 	shift 2
+	# A fork-safe kernel may initiate before a clone's first heartbeat,
+	# and wg-detect takes such an initiation for the clone's own only when
+	# no other clone sent it (one sealed before the snapshot is in every
+	# clone): with one clone, its new session is never attributed, and the
+	# row says error where it should say safe.
+	[ "$n" -ge 2 ] || die "wg_rows: $n fresh clone(s) a row, not the 2 or more a WireGuard row needs"
 	for k in "$@"; do
 		for traffic in $WG_TRAFFIC; do
 			ROWS+=("$dir/wg-$k-$traffic.json")
