@@ -383,10 +383,8 @@ out:
 
 int bench_xmit(const char *dev, uint64_t count, uint64_t *ns, char *err, size_t errlen)
 {
-	unsigned long long done, t;
 	char line[64];
 	int fd, len, rc;
-	FILE *f;
 
 	if (!count || count > BURST_MAX || strlen(dev) > 15) {
 		snprintf(err, errlen, "bench-xmit: a device name and 1..%u packets", BURST_MAX);
@@ -405,18 +403,14 @@ int bench_xmit(const char *dev, uint64_t count, uint64_t *ns, char *err, size_t 
 	if (rc) {
 		snprintf(err, errlen, "bench-xmit: %s %llu: %s%s", dev, (unsigned long long)count, strerror(rc),
 			 rc == EIO ? " (packets left unsent: no keypair yet?)" :
-			 rc == EOPNOTSUPP ? " (needs wireguard.bench_sink=1, one CPU, no preemption)" : "");
+			 rc == EOPNOTSUPP ? " (needs wireguard.bench_sink=1 and one CPU)" : "");
 		return -1;
 	}
-	f = fopen(BENCH_XMIT_PATH, "r");
-	rc = f && fscanf(f, "%llu %llu", &done, &t) == 2 && done == count && t;
-	if (f)
-		fclose(f);
-	if (!rc) {
-		snprintf(err, errlen, "bench-xmit: %s does not give %llu packets' time", BENCH_XMIT_PATH,
-			 (unsigned long long)count);
+	rc = read_hook(BENCH_XMIT_PATH, ns);
+	if (rc || !*ns) {
+		snprintf(err, errlen, "bench-xmit: %s gives no time: %s", BENCH_XMIT_PATH,
+			 rc ? strerror(rc) : "0 ns");
 		return -1;
 	}
-	*ns = t;
 	return 0;
 }
