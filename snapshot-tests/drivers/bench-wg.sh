@@ -29,8 +29,8 @@ opts_parse bench-wg --clones=nclones --rounds=rounds --ms=ms --burst=burst --boo
 	--out=out --instructions-only=parts=instructions -- "$@"
 qemu_setup
 opts_counts bench-wg "--clones, --rounds, --ms, --burst and --boots" "$nclones" "$rounds" "$ms" "$burst" "$boots"
-[ "$parts" != all ] || [ "$nclones" -ge 2 ] ||
-	die "bench-wg: --clones wants at least 2 (a clone's own first initiation is told by comparing clones: lib/wg_fork.sh's wg_rows)"
+[ "$parts" != all ] || [ "$nclones" -ge "$WG_MIN_CLONES" ] ||
+	die "bench-wg: --clones wants at least $WG_MIN_CLONES (lib/wg_fork.sh's WG_MIN_CLONES says why)"
 if [ "$parts" = all ]; then
 	require_kernels bench-wg stock patched stock-bench patched-bench
 else
@@ -147,8 +147,6 @@ for ((boot = 1; boot <= boots; boot++)); do
 		guest_quit "ic$boot-$k-peer"
 	done
 done
-# range FILE: "min to max" of the numbers in FILE.
-range() { sort -n "$1" | sed -n '1p;$p' | paste -sd' ' | sed 's/ / to /'; }
 {
 	echo
 	echo "Instructions per packet on the sender, counting instructions (-icount shift=0,sleep=on, 1 ns an instruction), stock-bench and patched-bench booted with wireguard.bench_sink=1; $boots boots of each, $rounds rounds a boot, $burst packets a round, medians over all rounds (the target, patched/stock in place, is at least 0.99):"
@@ -157,10 +155,10 @@ range() { sort -n "$1" | sed -n '1p;$p' | paste -sd' ' | sed 's/ / to /'; }
 	echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
 	s=$(median <"$RUN_DIR/ix-stock") p=$(median <"$RUN_DIR/ix-patched")
 	progress "bench-wg: instructions per packet in place: stock $s, patched $p"
-	echo "| in place (bench-xmit) | $s | $p | $(ratio "$s" "$p") | $(range "$RUN_DIR/ix-stock") | $(range "$RUN_DIR/ix-patched") | — | — |"
+	echo "| in place (bench-xmit) | $s | $p | $(ratio "$s" "$p") | $(range <"$RUN_DIR/ix-stock") | $(range <"$RUN_DIR/ix-patched") | — | — |"
 	s=$(median <"$RUN_DIR/ic-stock") p=$(median <"$RUN_DIR/ic-patched")
 	progress "bench-wg: instructions per datagram through the socket: stock $s, patched $p"
-	echo "| through the socket (burst) | $s | $p | $(ratio "$s" "$p") | $(range "$RUN_DIR/ic-stock") | $(range "$RUN_DIR/ic-patched") | $(range "$RUN_DIR/cx-stock") / $(range "$RUN_DIR/cx-patched") | $(median <"$RUN_DIR/ic-idle-stock")% / $(median <"$RUN_DIR/ic-idle-patched")% |"
+	echo "| through the socket (burst) | $s | $p | $(ratio "$s" "$p") | $(range <"$RUN_DIR/ic-stock") | $(range <"$RUN_DIR/ic-patched") | $(range <"$RUN_DIR/cx-stock") / $(range <"$RUN_DIR/cx-patched") | $(median <"$RUN_DIR/ic-idle-stock")% / $(median <"$RUN_DIR/ic-idle-patched")% |"
 } >>"$md.tmp"
 mv "$md.tmp" "$md"
 cat "$md"

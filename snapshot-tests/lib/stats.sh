@@ -4,6 +4,9 @@
 # The median of the numbers on stdin (the lower one of an even count).
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
+# "MIN to MAX" of the numbers on stdin.
+range() { sort -n | awk 'NR == 1 { lo = $1 } { hi = $1 } END { print lo " to " hi }'; }
+
 # ratio PATCHED STOCK, to three decimals.
 ratio() { awk -v p="$1" -v s="$2" 'BEGIN { printf "%.3f", s ? p / s : 0 }'; }
 

@@ -49,6 +49,13 @@ WG_SETTLE_S=1           # after the stream stops, before the snapshot
 
 WG_CONTROLS=${WG_CONTROLS:-2}
 
+# Fresh clones a row needs at least: a fork-safe kernel may initiate
+# before a clone's first heartbeat, and wg-detect takes such an initiation
+# for the clone's own only when no other clone sent it (one sealed before
+# the snapshot is in every clone); with one clone its new session is never
+# attributed, and the row says error where it should say safe.
+WG_MIN_CLONES=2
+
 # wg_rows DIR CLONES KERNEL_NAME...: a row per kernel and traffic
 # (WG_TRAFFIC), in DIR/wg-KERNEL-TRAFFIC.json, appended to ROWS.
 WG_TRAFFIC=${WG_TRAFFIC:-stream idle masked}
@@ -56,12 +63,7 @@ WG_VMGENID_GPE=5
 wg_rows() {
 	local dir=$1 n=$2 k traffic
 	shift 2
-	# A fork-safe kernel may initiate before a clone's first heartbeat,
-	# and wg-detect takes such an initiation for the clone's own only when
-	# no other clone sent it (one sealed before the snapshot is in every
-	# clone): with one clone, its new session is never attributed, and the
-	# row says error where it should say safe.
-	[ "$n" -ge 2 ] || die "wg_rows: $n fresh clone(s) a row, not the 2 or more a WireGuard row needs"
+	[ "$n" -ge "$WG_MIN_CLONES" ] || die "wg_rows: $n fresh clone(s) a row, not the $WG_MIN_CLONES or more a WireGuard row needs"
 	for k in "$@"; do
 		for traffic in $WG_TRAFFIC; do
 			ROWS+=("$dir/wg-$k-$traffic.json")
